@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create (once) the project's virtual environment in .venv with the pinned packages.
+# Sourced by scripts/run.sh and scripts/test.sh; safe to run on its own.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${TFF_IDP_VENV:-$root/.venv}"
+py="${PYTHON:-}"
+if [ -z "$py" ]; then
+  for cand in python3.11 python3.10 python3.9 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then py="$cand"; break; fi
+  done
+fi
+if [ -z "$py" ]; then
+  echo "error: no python found; install Python 3.11 (TensorFlow Federated 0.87 needs 3.9-3.11)" >&2
+  exit 2
+fi
+ver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+case "$ver" in
+  3.9|3.10|3.11) ;;
+  *) echo "error: $py is Python $ver; TensorFlow Federated 0.87 needs Python 3.9-3.11 (use python3.11, or set PYTHON=/path/to/python3.11)" >&2
+     exit 2 ;;
+esac
+stamp="$venv/.tff_idp_installed"
+want="$(cat "$root/requirements.txt" "$root/requirements-tff.txt" | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "setting up $venv with Python $ver (a few minutes, once)" >&2
+"$py" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip==23.3.1
+"$venv/bin/python" -m pip install --quiet -r "$root/requirements.txt"
+"$venv/bin/python" -m pip install --quiet --no-deps -r "$root/requirements-tff.txt"
+"$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
+echo "$want" > "$stamp"

@@ -1,0 +1,166 @@
+"""Group-wise client-level Gaussian aggregation (GDPFed, papers 000/003, Algorithm 1).
+
+Each client value is ``(update, group, seed)``: the model update, a one-hot float32[M] row
+naming its privacy group, and an int32[2] noise seed. One round of the process:
+
+1. the cohort size per group k_m is summed (the server knows it: it sampled the cohort);
+2. every client clips its update to C_m (line 12) and adds N(0, s_m^2 / k_m) per coordinate
+   (line 13), so that group m's sum carries exactly N(0, s_m^2) noise with s_m = sigma_m C
+   (the paper writes C^2 sigma_m^2 / r_m with r_m = k_m for fixed-size cohorts; with Poisson
+   cohorts dividing by the realised k_m keeps the group's noise at the calibrated level);
+3. the updates are summed per group (an [M, ...] sum: what secure aggregation reveals);
+4. the server applies Top_k per group with k_m/d (line 17, Alg. 3), divides each group sum by
+   its expected cohort r_m (or by k_m when the group is not private) and combines the group
+   means with weights w_m (line 19; w_m = r_m^2 / sum r^2, see
+   ``tff_idp.privacy.gdpfed.group_weights``).
+
+Measurements (nested under this factory's name by the process): per-group cohort counts,
+clipped fraction, mean pre-clip norm, per-group noise std on the group sum and kept fraction.
+The state holds the per-group parameters, so a process may change them between rounds.
+"""
+from __future__ import annotations
+
+import collections
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from .. import dpmath
+
+STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fractions",
+              "private")
+
+
+class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
+    """Per-group clip + client-side Gaussian noise + per-group sum + top-k + reweighting.
+
+    Args:
+      clips: C_m per group (``math.inf`` for no clipping).
+      noise_stddevs: s_m, std of the noise on group m's *sum* (sigma_m * C for GDPFed; the
+        shared sigma_bar * C for IDP SCALE); 0 for none.
+      expected_cohorts: r_m = q_m |G_m|, the denominator of each group mean.
+      weights: w_m combining group means (defaults to r_m^2 / sum r^2).
+      keep_fractions: k_m/d of Top_k per group (defaults to 1: no sparsification).
+    """
+
+    def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
+                 expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
+                 keep_fractions: Optional[Sequence[float]] = None):
+        m = len(clips)
+        r = np.asarray(expected_cohorts, dtype=float)
+        if len(noise_stddevs) != m or len(r) != m:
+            raise ValueError("clips, noise_stddevs and expected_cohorts need one entry per group")
+        if np.any(r <= 0):
+            raise ValueError(f"expected_cohorts={list(expected_cohorts)} must be positive")
+        if any(c <= 0 for c in clips) or any(s < 0 for s in noise_stddevs):
+            raise ValueError("clips must be positive and noise_stddevs non-negative")
+        w = r ** 2 / np.sum(r ** 2) if weights is None else np.asarray(weights, dtype=float)
+        k = np.ones(m) if keep_fractions is None else np.asarray(keep_fractions, dtype=float)
+        if np.any(k < 0) or np.any(k > 1):
+            raise ValueError(f"keep_fractions={list(k)} must be in [0, 1]")
+        private = np.asarray([s > 0 or not math.isinf(c) for c, s in zip(clips, noise_stddevs)])
+        self.num_groups = m
+        self._params = collections.OrderedDict(
+            clips=np.asarray(clips, np.float32), noise_stddevs=np.asarray(noise_stddevs, np.float32),
+            expected_cohorts=r.astype(np.float32), weights=w.astype(np.float32),
+            keep_fractions=k.astype(np.float32), private=private.astype(np.float32))
+
+    def create(self, value_type) -> tff.templates.AggregationProcess:
+        m = self.num_groups
+        try:
+            update_type, group_type, seed_type = (value_type.update, value_type.group,
+                                                  value_type.seed)
+        except (AttributeError, ValueError) as e:
+            raise TypeError("GroupGaussianFactory aggregates (update, group, seed) structs; got "
+                            f"{value_type}") from e
+        if group_type.shape != (m,):
+            raise TypeError(f"group must be float32[{m}] one-hot, got {group_type}")
+        params = self._params
+
+        @tff.tensorflow.computation
+        def initial_state():
+            return collections.OrderedDict(
+                (k, tf.constant(v, dtype=tf.float32)) for k, v in params.items())
+
+        state_type = initial_state.type_signature.result
+
+        @tff.federated_computation
+        def init_fn():
+            return tff.federated_eval(initial_state, tff.SERVER)
+
+        @tff.tensorflow.computation(group_type)
+        def group_of(group):
+            return group
+
+        @tff.tensorflow.computation(value_type, state_type, tff.TensorType(np.float32, [m]))
+        def client_step(value, state, counts):
+            group = value.group
+            update = _as_container(value.update)
+            tensors = tf.nest.flatten(update)
+            clip = tf.reduce_sum(group * state["clips"])
+            clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
+            share = tf.reduce_sum(group * state["noise_stddevs"] /
+                                  tf.sqrt(tf.maximum(counts, 1.0)))
+            noise = dpmath.gaussian_noise_like(clipped, share, value.seed)
+            noised = [c + n for c, n in zip(clipped, noise)]
+            # place the update in its group's row: an [M, ...] tensor per weight tensor
+            grouped = [tf.reshape(group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
+                       for t in noised]
+            stats = collections.OrderedDict(norm=norm, clipped=was_clipped)
+            return tf.nest.pack_sequence_as(update, grouped), stats
+
+        grouped_type = client_step.type_signature.result[0]
+
+        @tff.tensorflow.computation(grouped_type, state_type, tff.TensorType(np.float32, [m]))
+        def server_step(group_sums, state, counts):
+            group_sums = _as_container(group_sums)
+            sums = tf.nest.flatten(group_sums)
+            total = [tf.zeros_like(s[0]) for s in sums]
+            kept_fraction = []
+            for g in range(m):
+                kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
+                kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
+                denom = tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
+                                 tf.maximum(counts[g], 1.0))
+                scale = tf.where(counts[g] > 0, state["weights"][g] / denom, 0.0)
+                total = [acc + scale * t for acc, t in zip(total, kept)]
+            return tf.nest.pack_sequence_as(group_sums, [tf.cast(t, s.dtype) for t, s in
+                                                         zip(total, sums)]), tf.stack(kept_fraction)
+
+        @tff.tensorflow.computation(server_step.type_signature.result[1],
+                                    tff.TensorType(np.float32, [m]), state_type,
+                                    client_step.type_signature.result[1])
+        def measure(kept_fraction, counts, state, stat_sums):
+            total = tf.maximum(tf.reduce_sum(counts), 1.0)
+            return collections.OrderedDict(
+                cohort_per_group=counts,
+                clipped_fraction=stat_sums["clipped"] / total,
+                mean_update_norm=stat_sums["norm"] / total,
+                noise_stddev_per_group=state["noise_stddevs"],
+                kept_fraction_per_group=kept_fraction)
+
+        @tff.federated_computation(init_fn.type_signature.result,
+                                   tff.FederatedType(value_type, tff.CLIENTS))
+        def next_fn(state, value):
+            counts = tff.federated_sum(tff.federated_map(group_of, value.group))
+            grouped, stats = tff.federated_map(
+                client_step, (value, tff.federated_broadcast(state),
+                              tff.federated_broadcast(counts)))
+            group_sums = tff.federated_sum(grouped)
+            stat_sums = tff.federated_sum(stats)
+            result, kept = tff.federated_map(server_step, (group_sums, state, counts))
+            measurements = tff.federated_map(measure, (kept, counts, state, stat_sums))
+            return tff.templates.MeasuredProcessOutput(state=state, result=result,
+                                                       measurements=measurements)
+
+        return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def _as_container(value):
+    """A TFF Struct argument as nested OrderedDicts / tuples, for tf.nest."""
+    if isinstance(value, tff.structure.Struct):
+        return tff.structure.to_odict_or_tuple(value, recursive=True)
+    return value

@@ -1,0 +1,138 @@
+"""What each method does in a round, as numbers: the pure-Python half of every method.
+
+A :class:`MethodPlan` says, per aggregation group, the sampling rate q_m, the expected cohort
+r_m = q_m |G_m|, the clip C_m, the noise multiplier sigma_m (noise std on the group sum is
+sigma_m C_m unless ``noise_stddevs`` says otherwise), the Top_k keep fraction and the weight
+of the group mean. The TFF process and the ledger both read it; nothing here imports TF.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..privacy import accounting, gdpfed
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacySetting:
+    """Clients' privacy groups, as the methods see them."""
+    budgets: Sequence[float]          # epsilon_m per privacy group, ascending
+    group_sizes: Sequence[int]        # |G_m|
+    delta: float
+    rounds: int
+    expected_rate: float              # q: sum_m r_m = q n
+    clip: float                       # C
+    accountant: str = "rdp"
+    tolerance: Optional[float] = None
+    sampling: str = "poisson"         # "poisson" or "fixed" (without replacement)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodPlan:
+    method: str
+    private: bool
+    rates: List[float]                # per privacy group: sampling rate q_m
+    noise_multipliers: List[float]    # per privacy group: sigma_m (0 if not private)
+    aggregation_groups: List[int]     # privacy group -> aggregation group (DP-FedAvg: all 0)
+    clips: List[float]                # per aggregation group
+    noise_stddevs: List[float]        # per aggregation group: std of noise on the group sum
+    expected_cohorts: List[float]     # per aggregation group: r_m
+    weights: List[float]              # per aggregation group: weight of the group mean
+    keep_fractions: List[float]       # per aggregation group: k_m / d
+
+    @property
+    def num_aggregation_groups(self) -> int:
+        return len(self.clips)
+
+    def round_mechanisms(self):
+        """Per privacy group, (q_m, sigma_m) of one round, for the ledger."""
+        return [(q, s) for q, s in zip(self.rates, self.noise_multipliers)]
+
+    def describe(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["noise_multipliers_sq"] = [s * s for s in self.noise_multipliers]
+        return d
+
+
+def _grouped_plan(method, setting: PrivacySetting, rates, keep_fractions=None,
+                  noise_multipliers=None) -> MethodPlan:
+    sizes = np.asarray(setting.group_sizes, dtype=float)
+    rates = [float(q) for q in rates]
+    if noise_multipliers is None:
+        noise_multipliers = gdpfed.group_noise_multipliers(
+            setting.budgets, rates, setting.rounds, setting.delta, setting.accountant,
+            setting.tolerance, setting.sampling, setting.group_sizes)
+    cohorts = [q * s for q, s in zip(rates, sizes)]
+    m = len(rates)
+    return MethodPlan(
+        method=method, private=True, rates=rates,
+        noise_multipliers=[float(z) for z in noise_multipliers],
+        aggregation_groups=list(range(m)), clips=[setting.clip] * m,
+        noise_stddevs=[float(z) * setting.clip for z in noise_multipliers],
+        expected_cohorts=cohorts,
+        weights=[float(w) for w in gdpfed.group_mean_weights(cohorts)],
+        keep_fractions=list(keep_fractions) if keep_fractions is not None else [1.0] * m)
+
+
+def plan_p_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
+    """P-FedAvg: FedAvg with uniform sampling at rate q, no clipping, no noise."""
+    m = len(setting.group_sizes)
+    n = float(sum(setting.group_sizes))
+    return MethodPlan("p_fedavg", False, [setting.expected_rate] * m, [0.0] * m, [0] * m,
+                      [math.inf], [0.0], [setting.expected_rate * n], [1.0], [1.0])
+
+
+def plan_dp_fedavg(setting: PrivacySetting, noise_multiplier=None, **_) -> MethodPlan:
+    """DP-FedAvg (003 Algorithm 2): one rate q for all, sigma calibrated to the strictest
+    budget min_m epsilon_m, mean over the cohort r = q n."""
+    m = len(setting.group_sizes)
+    n = float(sum(setting.group_sizes))
+    if noise_multiplier is None:
+        noise_multiplier = accounting.calibrate_noise_multiplier(
+            min(setting.budgets), setting.expected_rate, setting.rounds, setting.delta,
+            setting.accountant, setting.tolerance, setting.sampling,
+            min(setting.group_sizes) if setting.sampling == "fixed" else None)
+    z = float(noise_multiplier)
+    return MethodPlan("dp_fedavg", True, [setting.expected_rate] * m, [z] * m, [0] * m,
+                      [setting.clip], [z * setting.clip], [setting.expected_rate * n], [1.0],
+                      [1.0])
+
+
+def plan_gdpfed(setting: PrivacySetting, noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed: every group sampled at q, sigma_m calibrated to epsilon_m (Theorem 1)."""
+    return _grouped_plan("gdpfed", setting, [setting.expected_rate] * len(setting.budgets),
+                         noise_multipliers=noise_multipliers)
+
+
+def _optimal_rates(setting, local_lr, local_steps, sparsify):
+    return gdpfed.optimal_sampling_rates(setting.budgets, setting.group_sizes,
+                                         setting.expected_rate, setting.rounds, setting.delta,
+                                         local_lr, local_steps, sparsify)
+
+
+def plan_gdpfed_opc(setting: PrivacySetting, rates=None, local_lr=0.1, local_steps=5,
+                    noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed-opc (GDPFed-op in 003): Problem 1's rates (phi* = 0), no sparsification."""
+    rates = rates if rates is not None else _optimal_rates(setting, local_lr, local_steps, False)
+    return _grouped_plan("gdpfed_opc", setting, rates, noise_multipliers=noise_multipliers)
+
+
+def plan_gdpfed_plus(setting: PrivacySetting, rates=None, keep_fractions=(0.7, 0.8, 0.9),
+                     local_lr=0.1, local_steps=5, noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed+ (Algorithm 1): Problem 1's rates and per-group Top_k with k_m/d."""
+    if len(keep_fractions) != len(setting.budgets):
+        raise ValueError(f"keep_fractions={list(keep_fractions)} needs one entry per group")
+    rates = rates if rates is not None else _optimal_rates(setting, local_lr, local_steps, True)
+    return _grouped_plan("gdpfed_plus", setting, rates, keep_fractions, noise_multipliers)
+
+
+PLANNERS = {
+    "p_fedavg": plan_p_fedavg,
+    "dp_fedavg": plan_dp_fedavg,
+    "gdpfed": plan_gdpfed,
+    "gdpfed_opc": plan_gdpfed_opc,
+    "gdpfed_plus": plan_gdpfed_plus,
+}

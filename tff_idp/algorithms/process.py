@@ -1,0 +1,114 @@
+"""The TFF iterative process shared by every method of GDPFed's family.
+
+One round (papers 000/003 Algorithm 1; Algorithm 2 when there is one group):
+broadcast theta^t -> every sampled client runs ``local_steps`` mini-batch SGD(momentum) steps
+at the round's learning rate eta * decay^t -> Delta = theta_local - theta^t -> the aggregation
+factory (clip, noise, group sums, top-k, reweighting) -> theta^{t+1} = theta^t + aggregate.
+
+``next(state, client_data, client_info)``: ``client_data`` are the cohort's tf.data datasets
+of (x, y) batches, ``client_info`` per client an OrderedDict(group=float32[M] one-hot,
+seed=int32[2]). The methods differ only in the factory and in how the cohort is sampled.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from ..runtime import import_tff
+
+tff = import_tff()
+
+
+def _loss(logits, labels):
+    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+        labels, logits, from_logits=True))
+
+
+def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
+                           initial_weights: Sequence[np.ndarray],
+                           aggregation_factory,
+                           element_spec,
+                           num_groups: int,
+                           local_lr: float = 0.1, lr_decay: float = 0.99,
+                           momentum: float = 0.0, local_steps: int = 5):
+    """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets."""
+    weights_np = [np.asarray(w, np.float32) for w in initial_weights]
+    weights_type = tff.StructWithPythonType(
+        [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
+    data_type = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
+    info_type = tff.StructWithPythonType(
+        [("group", tff.TensorType(np.float32, [num_groups])),
+         ("seed", tff.TensorType(np.int32, [2]))], collections.OrderedDict)
+    update_process = aggregation_factory.create(tff.StructType(
+        [("update", weights_type), ("group", info_type["group"]), ("seed", info_type["seed"])]))
+
+    @tff.tensorflow.computation
+    def initial_server_weights():
+        return [tf.constant(w) for w in weights_np]
+
+    @tff.federated_computation
+    def init_fn():
+        return tff.federated_zip(collections.OrderedDict(
+            weights=tff.federated_eval(initial_server_weights, tff.SERVER),
+            round=tff.federated_value(np.int32(0), tff.SERVER),
+            aggregator=update_process.initialize()))
+
+    @tff.tensorflow.computation(np.int32)
+    def round_lr(round_num):
+        return tf.constant(local_lr, tf.float32) * tf.pow(
+            tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
+
+    @tff.tensorflow.computation(weights_type, data_type, np.float32)
+    def client_train(weights, dataset, lr):
+        model = model_fn()
+        variables = model.trainable_variables
+        for v, w in zip(variables, weights):
+            v.assign(w)
+        velocity = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+        def step(state, batch):
+            loss_sum, count = state
+            x, y = batch
+            with tf.GradientTape() as tape:
+                loss = _loss(model(x, training=True), y)
+            grads = tape.gradient(loss, variables)
+            for v, g, u in zip(variables, grads, velocity):
+                u.assign(momentum * u + g)          # SGD with (heavy-ball) momentum
+                v.assign_sub(lr * u)
+            return loss_sum + loss, count + 1.0
+
+        loss_sum, count = dataset.take(local_steps).reduce(
+            (tf.constant(0.0), tf.constant(0.0)), step)
+        delta = [v - w for v, w in zip(variables, weights)]
+        return delta, loss_sum / tf.maximum(count, 1.0)
+
+    @tff.tensorflow.computation(weights_type, info_type)
+    def pack(delta, info):
+        return collections.OrderedDict(update=delta, group=info["group"], seed=info["seed"])
+
+    @tff.tensorflow.computation(weights_type, weights_type, np.int32)
+    def server_apply(weights, update, round_num):
+        new = [w + u for w, u in zip(weights, update)]   # Alg. 1 line 19 (server lr 1)
+        return new, round_num + 1
+
+    state_type = init_fn.type_signature.result
+
+    @tff.federated_computation(state_type, tff.FederatedType(data_type, tff.CLIENTS),
+                               tff.FederatedType(info_type, tff.CLIENTS))
+    def next_fn(state, client_data, client_info):
+        lr = tff.federated_broadcast(tff.federated_map(round_lr, state.round))
+        deltas, losses = tff.federated_map(
+            client_train, (tff.federated_broadcast(state.weights), client_data, lr))
+        agg = update_process.next(state.aggregator, tff.federated_map(pack, (deltas, client_info)))
+        new_weights, new_round = tff.federated_map(
+            server_apply, (state.weights, agg.result, state.round))
+        new_state = tff.federated_zip(collections.OrderedDict(
+            weights=new_weights, round=new_round, aggregator=agg.state))
+        metrics = tff.federated_zip(collections.OrderedDict(
+            train_loss=tff.federated_mean(losses), aggregator=agg.measurements))
+        return new_state, metrics
+
+    return tff.templates.IterativeProcess(init_fn, next_fn)

@@ -1,0 +1,193 @@
+"""Experiment specification: a dataclass, loaded from TOML, overridden by ``--set``, validated.
+
+Every check raises :class:`ConfigError` with one line naming the key and the value; the CLI
+turns it into exit status 2 before any work starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from pathlib import Path
+from typing import List, Optional
+
+from .algorithms.plan import PLANNERS
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message is one line naming the key and the value."""
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
+    name: str = "digits-default"              # results go to <output_dir>/<name>/
+    methods: List[str] = dataclasses.field(   # run one after another, compared in the summary
+        default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
+    dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
+    model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
+    num_clients: int = 500                    # n, IID partition of the training set
+    group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 3, 1 / 3, 1 / 3])
+    budgets: List[float] = dataclasses.field(default_factory=lambda: [2.0, 6.0, 12.0])
+    delta: Optional[float] = None             # default 1 / n^1.1
+    rounds: int = 30                          # T
+    expected_rate: float = 0.1                # q: expected cohort q n per round
+    clip: float = 1.0                         # C
+    local_lr: float = 0.1                     # eta, decayed by lr_decay every round
+    lr_decay: float = 0.99
+    momentum: float = 0.0
+    local_steps: int = 5                      # tau mini-batch steps per round
+    batch_size: int = 10
+    keep_fractions: List[float] = dataclasses.field(default_factory=lambda: [0.7, 0.8, 0.9])
+    sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
+    accountant: str = "rdp"                   # "rdp" or "pld"
+    calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
+    rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus)
+    noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
+    seed: int = 0
+    eval_every: int = 1
+    output_dir: str = "results"
+
+    @property
+    def resolved_delta(self) -> float:
+        return self.delta if self.delta is not None else 1.0 / self.num_clients ** 1.1
+
+
+KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
+
+
+def _fail(key, value, why):
+    raise ConfigError(f"{key}={value!r}: {why}")
+
+
+def _coerce(key, value):
+    """Type-check one value against the dataclass field."""
+    default = KEYS[key].default
+    typ = KEYS[key].type
+    if value is None:
+        if "Optional" in str(typ):
+            return None
+        _fail(key, value, "must be set")
+    if "List" in str(typ):
+        if not isinstance(value, list):
+            _fail(key, value, "must be a list")
+        if "float" in str(typ):
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+                _fail(key, value, "must be a list of numbers")
+            return [float(v) for v in value]
+        if not all(isinstance(v, str) for v in value):
+            _fail(key, value, "must be a list of names")
+        return list(value)
+    if "float" in str(typ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _fail(key, value, "must be a number")
+        return float(value)
+    if "int" in str(typ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(key, value, "must be an integer")
+        return value
+    if not isinstance(value, str):
+        _fail(key, value, "must be a string")
+    return value
+
+
+def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+    from .data import SOURCES
+    from .models import MODELS
+    for m in cfg.methods:
+        if m not in PLANNERS:
+            _fail("methods", m, f"unknown method; choose from {sorted(PLANNERS)}")
+    if not cfg.methods:
+        _fail("methods", cfg.methods, "needs at least one method")
+    if cfg.dataset not in SOURCES:
+        _fail("dataset", cfg.dataset, f"unknown data set; choose from {sorted(SOURCES)}")
+    if cfg.model not in MODELS:
+        _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
+    if cfg.num_clients < 1:
+        _fail("num_clients", cfg.num_clients, "must be >= 1")
+    if not cfg.budgets:
+        _fail("budgets", cfg.budgets, "needs one epsilon per group")
+    for e in cfg.budgets:
+        if not e > 0 or math.isinf(e):
+            _fail("budgets", cfg.budgets, "every epsilon must be positive and finite")
+    if cfg.budgets != sorted(cfg.budgets):
+        _fail("budgets", cfg.budgets, "list groups from the strictest (smallest epsilon) up")
+    if len(cfg.group_ratios) != len(cfg.budgets):
+        _fail("group_ratios", cfg.group_ratios, f"needs {len(cfg.budgets)} entries, one per budget")
+    if any(r <= 0 for r in cfg.group_ratios):
+        _fail("group_ratios", cfg.group_ratios, "every ratio must be positive")
+    if abs(sum(cfg.group_ratios) - 1.0) > 1e-6:
+        _fail("group_ratios", cfg.group_ratios, f"must sum to 1 (they sum to {sum(cfg.group_ratios):.6g})")
+    if cfg.delta is not None and not 0 < cfg.delta < 1:
+        _fail("delta", cfg.delta, "must be in (0, 1)")
+    if cfg.rounds < 1:
+        _fail("rounds", cfg.rounds, "must be >= 1")
+    if not 0 < cfg.expected_rate <= 1:
+        _fail("expected_rate", cfg.expected_rate, "must be in (0, 1]")
+    if not cfg.clip > 0:
+        _fail("clip", cfg.clip, "must be positive")
+    for key in ("local_lr", "batch_size", "local_steps", "eval_every"):
+        if not getattr(cfg, key) > 0:
+            _fail(key, getattr(cfg, key), "must be positive")
+    if not 0 < cfg.lr_decay <= 1:
+        _fail("lr_decay", cfg.lr_decay, "must be in (0, 1]")
+    if not 0 <= cfg.momentum < 1:
+        _fail("momentum", cfg.momentum, "must be in [0, 1)")
+    if len(cfg.keep_fractions) != len(cfg.budgets) or any(not 0 < k <= 1 for k in cfg.keep_fractions):
+        _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
+    if cfg.sampling not in ("poisson", "fixed"):
+        _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
+    if cfg.accountant not in ("rdp", "pld"):
+        _fail("accountant", cfg.accountant, "must be 'rdp' or 'pld'")
+    if cfg.sampling == "fixed" and cfg.accountant != "rdp":
+        _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
+    if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:
+        _fail("calibration_tolerance", cfg.calibration_tolerance, "must be positive")
+    for key in ("rates", "noise_multipliers"):
+        v = getattr(cfg, key)
+        if v is not None and len(v) != len(cfg.budgets):
+            _fail(key, v, f"needs {len(cfg.budgets)} entries, one per group")
+    if cfg.rates is not None and any(not 0 < q <= 1 for q in cfg.rates):
+        _fail("rates", cfg.rates, "every rate must be in (0, 1]")
+    if cfg.noise_multipliers is not None and any(z <= 0 for z in cfg.noise_multipliers):
+        _fail("noise_multipliers", cfg.noise_multipliers, "must be positive")
+    if not cfg.name or "/" in cfg.name:
+        _fail("name", cfg.name, "must be a non-empty name without '/'")
+    return cfg
+
+
+def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> ExperimentConfig:
+    cfg = dataclasses.replace(base) if base is not None else ExperimentConfig()
+    for key, value in values.items():
+        if key == "method":          # single-method shorthand
+            key, value = "methods", [value] if isinstance(value, str) else value
+        if key not in KEYS:
+            _fail(key, value, f"unknown key; valid keys: {', '.join(sorted(KEYS))}")
+        setattr(cfg, key, _coerce(key, value))
+    return cfg
+
+
+def load(path: Optional[str], overrides: Optional[List[str]] = None) -> ExperimentConfig:
+    """Load a TOML config (or the embedded default when ``path`` is None), apply
+    ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
+    values = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            _fail("config", str(path), "no such file")
+        try:
+            values = tomllib.loads(p.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+    cfg = from_mapping(values)
+    for item in overrides or []:
+        if "=" not in item:
+            _fail("--set", item, "expected key=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        cfg = from_mapping({key: value}, cfg)
+    return validate(cfg)

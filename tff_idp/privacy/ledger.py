@@ -1,0 +1,122 @@
+"""Privacy ledger: who took part in which round, and what each client has spent.
+
+Every round the engine records, for every client, the DP event it was subjected to (its
+group's sampled Gaussian mechanism: rate q and noise multiplier sigma of that round) and
+whether it was in the cohort. A client's realised epsilon is the composition of the events of
+the rounds actually run for it, evaluated at the run's delta; it is compared with the client's
+budget. Sampling amplification is what the guarantee rests on, so a client's epsilon depends
+on the rounds run and the rates and noise used, not on the draws; the participation counts are
+kept beside it for inspection.
+
+Clients with identical event histories share one accountant computation, so a ledger over
+thousands of clients costs as much as one per distinct history (usually one per group).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import accounting
+
+# A round's mechanism for one client: (sampling_rate, noise_multiplier).
+RoundMechanism = tuple
+
+
+class BudgetExceededError(ValueError):
+    """Planned or realised spending exceeds a client's budget."""
+
+
+@dataclasses.dataclass
+class PrivacyLedger:
+    budgets: np.ndarray            # epsilon budget per client
+    groups: np.ndarray             # group index per client
+    delta: float
+    accountant: str = "rdp"
+    sampling: str = "poisson"
+    group_sizes: Optional[Sequence[int]] = None   # needed for sampling="fixed"
+
+    def __post_init__(self):
+        self.budgets = np.asarray(self.budgets, dtype=float)
+        self.groups = np.asarray(self.groups, dtype=int)
+        self.participation = np.zeros(len(self.budgets), dtype=int)
+        self.history: List[List[RoundMechanism]] = []   # per round: mechanism per group
+
+    @property
+    def rounds(self) -> int:
+        return len(self.history)
+
+    def record_round(self, group_mechanisms: Sequence[RoundMechanism],
+                     participants: Sequence[int]) -> None:
+        """Record one round: ``group_mechanisms[m] = (q_m, sigma_m)``, cohort client ids."""
+        self.history.append([tuple(map(float, g)) for g in group_mechanisms])
+        np.add.at(self.participation, np.asarray(participants, dtype=int), 1)
+
+    def _epsilon_of_history(self, history: Sequence[RoundMechanism], group: int) -> float:
+        if not history:
+            return 0.0
+        size = self.group_sizes[group] if self.group_sizes is not None else None
+        acc = accounting.make_accountant(self.accountant, self.sampling)
+        # consecutive identical rounds are composed in one self-composed event
+        runs = []
+        for mech in history:
+            if runs and runs[-1][0] == mech:
+                runs[-1][1] += 1
+            else:
+                runs.append([mech, 1])
+        for (q, sigma), count in runs:
+            if sigma == 0.0:
+                if q > 0:
+                    return float("inf")
+                continue
+            acc.compose(accounting.round_event(sigma, q, self.sampling, size), count)
+        return float(acc.get_epsilon(self.delta))
+
+    def group_epsilons(self, planned: Optional[List[List[RoundMechanism]]] = None) -> Dict[int, float]:
+        history = planned if planned is not None else self.history
+        out = {}
+        for g in sorted(set(self.groups.tolist())):
+            out[g] = self._epsilon_of_history([h[g] for h in history], g)
+        return out
+
+    def client_epsilons(self) -> np.ndarray:
+        per_group = self.group_epsilons()
+        return np.array([per_group[g] for g in self.groups])
+
+    def check_plan(self, planned: List[List[RoundMechanism]], slack: float = 1e-6) -> Dict[int, float]:
+        """Refuse (BudgetExceededError) a plan whose spending exceeds any client's budget."""
+        spent = self.group_epsilons(planned)
+        for g, eps in spent.items():
+            budget = float(self.budgets[self.groups == g].min())
+            if eps > budget * (1 + slack):
+                clients = int(np.sum(self.groups == g))
+                raise BudgetExceededError(
+                    f"planned epsilon {eps:.4g} for group {g} exceeds its budget {budget:g} "
+                    f"({clients} clients) after {len(planned)} rounds; lower rounds or rates, "
+                    "or raise the noise")
+        return spent
+
+    def summary(self) -> dict:
+        eps = self.client_epsilons()
+        groups = {}
+        for g in sorted(set(self.groups.tolist())):
+            mask = self.groups == g
+            groups[str(g)] = {
+                "clients": int(mask.sum()),
+                "budget": float(self.budgets[mask].min()),
+                "realised_epsilon": float(eps[mask].max()),
+                "participations_mean": float(self.participation[mask].mean()),
+                "participations_max": int(self.participation[mask].max()),
+            }
+        return {"rounds": self.rounds, "delta": self.delta, "accountant": self.accountant,
+                "sampling": self.sampling,
+                "within_budget": bool(np.all(eps <= self.budgets * (1 + 1e-6))),
+                "groups": groups}
+
+    def client_rows(self):
+        eps = self.client_epsilons()
+        for i in range(len(self.budgets)):
+            yield {"client": i, "group": int(self.groups[i]), "budget": float(self.budgets[i]),
+                   "participations": int(self.participation[i]), "epsilon": float(eps[i])}

@@ -1,0 +1,86 @@
+"""TFF runtime set-up and shutdown.
+
+Importing TFF installs a C++ execution context that starts a ``worker_binary`` subprocess
+on first use. If Python exits without stopping it, the worker is orphaned and keeps the
+inherited stdout open (pipes and CI hang). :func:`close_tff` stops every worker this process
+started; it is registered with ``atexit`` by :func:`import_tff` and is called by every entry
+point in a ``finally`` block and by the test session.
+"""
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import signal
+import subprocess
+
+_registered = False
+
+
+def _quiet_tf_logs():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def import_tff():
+    """Import tensorflow_federated with its worker guaranteed to be stopped at exit."""
+    global _registered
+    _quiet_tf_logs()
+    import tensorflow_federated as tff  # noqa: F401  (heavy import, done once)
+    if not _registered:
+        atexit.register(close_tff)
+        _registered = True
+    return tff
+
+
+def _child_workers():
+    """PIDs of worker_binary processes whose parent is this process (Linux /proc)."""
+    me, found = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for pid in entries:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"worker_binary" in f.read():
+                    found.append(int(pid))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def close_tff() -> int:
+    """Stop the TFF C++ worker(s) started by this process. Returns how many were stopped."""
+    stopped = 0
+    for obj in gc.get_objects():
+        try:
+            if type(obj).__name__ != "ServiceManager":
+                continue
+            proc = getattr(obj, "_process", None)
+        except Exception:  # noqa: BLE001 (foreign objects during gc walk)
+            continue
+        if isinstance(proc, subprocess.Popen) and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            stopped += 1
+        if isinstance(proc, subprocess.Popen):
+            obj._process = None
+            obj._stub = None
+    for pid in _child_workers():      # anything the walk missed
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            stopped += 1
+        except (OSError, ChildProcessError):
+            pass
+    return stopped
