@@ -61,29 +61,36 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         return tf.constant(local_lr, tf.float32) * tf.pow(
             tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    @tff.tensorflow.computation(weights_type, data_type, np.float32)
-    def client_train(weights, dataset, lr):
-        model = model_fn()
+    def train_on_client(model, weights, dataset, lr):
+        # A tf.function, so that TF orders the variable writes and reads (TFF's graphs have
+        # no automatic control dependencies of their own).
         variables = model.trainable_variables
         for v, w in zip(variables, weights):
             v.assign(w)
-        velocity = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+        velocity = tuple(tf.zeros_like(v) for v in variables)
 
         def step(state, batch):
-            loss_sum, count = state
+            loss_sum, count, velocity = state
             x, y = batch
             with tf.GradientTape() as tape:
                 loss = _loss(model(x, training=True), y)
             grads = tape.gradient(loss, variables)
+            new_velocity = []
             for v, g, u in zip(variables, grads, velocity):
-                u.assign(momentum * u + g)          # SGD with (heavy-ball) momentum
+                u = momentum * u + g                    # SGD with heavy-ball momentum
                 v.assign_sub(lr * u)
-            return loss_sum + loss, count + 1.0
+                new_velocity.append(u)
+            return loss_sum + loss, count + 1.0, tuple(new_velocity)
 
-        loss_sum, count = dataset.take(local_steps).reduce(
-            (tf.constant(0.0), tf.constant(0.0)), step)
-        delta = [v - w for v, w in zip(variables, weights)]
+        loss_sum, count, _ = dataset.take(local_steps).reduce(
+            (tf.constant(0.0), tf.constant(0.0), velocity), step)
+        delta = [tf.identity(v) - w for v, w in zip(variables, weights)]
         return delta, loss_sum / tf.maximum(count, 1.0)
+
+    @tff.tensorflow.computation(weights_type, data_type, np.float32)
+    def client_train(weights, dataset, lr):
+        model = model_fn()
+        return tf.function(train_on_client)(model, list(weights), dataset, lr)
 
     @tff.tensorflow.computation(weights_type, info_type)
     def pack(delta, info):

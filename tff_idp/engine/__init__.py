@@ -1,0 +1,1 @@
+"""Round loops. ``experiment`` prepares (no TF); ``tff_runner`` trains through TFF."""

@@ -1,0 +1,97 @@
+"""Everything a run needs before any training: data, clients, groups, method plans, and the
+privacy ledger's check of every plan. No TensorFlow is imported here, so a config that would
+overspend a budget is refused in well under a second."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List
+
+import numpy as np
+
+from ..algorithms.plan import PLANNERS, MethodPlan, PrivacySetting
+from ..config import ConfigError, ExperimentConfig
+from ..data import ArrayData, assign_groups, iid_partition, load
+from ..privacy import BudgetExceededError, PrivacyLedger, gdpfed
+
+
+@dataclasses.dataclass
+class Experiment:
+    cfg: ExperimentConfig
+    data: ArrayData
+    client_indices: List[np.ndarray]     # training-example ids per client
+    client_groups: np.ndarray            # privacy group per client
+    setting: PrivacySetting
+    plans: Dict[str, MethodPlan]
+
+    @property
+    def group_members(self) -> List[np.ndarray]:
+        return [np.flatnonzero(self.client_groups == g) for g in range(len(self.cfg.budgets))]
+
+    def new_ledger(self) -> PrivacyLedger:
+        return PrivacyLedger(budgets=np.asarray(self.cfg.budgets)[self.client_groups],
+                             groups=self.client_groups, delta=self.setting.delta,
+                             accountant=self.cfg.accountant, sampling=self.cfg.sampling,
+                             group_sizes=list(self.setting.group_sizes))
+
+
+def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:
+    kwargs = dict(local_lr=cfg.local_lr, local_steps=cfg.local_steps,
+                  keep_fractions=cfg.keep_fractions)
+    if cfg.rates is not None and method in ("gdpfed_opc", "gdpfed_plus"):
+        kwargs["rates"] = cfg.rates
+    if cfg.noise_multipliers is not None:
+        if method == "dp_fedavg":
+            kwargs["noise_multiplier"] = min(cfg.noise_multipliers)
+        else:
+            kwargs["noise_multipliers"] = cfg.noise_multipliers
+    try:
+        return PLANNERS[method](setting, **kwargs)
+    except ValueError as e:
+        raise ConfigError(f"methods={method!r}: cannot plan it ({e})") from e
+
+
+def prepare(cfg: ExperimentConfig) -> Experiment:
+    """Load data, partition, plan every method and check every plan against the budgets."""
+    data = load(cfg.dataset, cfg.seed)
+    if cfg.num_clients > len(data.y_train):
+        raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
+                          f"training examples of {cfg.dataset}")
+    indices = iid_partition(len(data.y_train), cfg.num_clients, cfg.seed)
+    groups = assign_groups(cfg.num_clients, cfg.group_ratios, cfg.seed)
+    sizes = [int(np.sum(groups == g)) for g in range(len(cfg.budgets))]
+    if min(sizes) == 0:
+        raise ConfigError(f"group_ratios={cfg.group_ratios}: a group has no client among "
+                          f"num_clients={cfg.num_clients}")
+    setting = PrivacySetting(budgets=list(cfg.budgets), group_sizes=sizes,
+                             delta=cfg.resolved_delta, rounds=cfg.rounds,
+                             expected_rate=cfg.expected_rate, clip=cfg.clip,
+                             accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
+                             sampling=cfg.sampling)
+    exp = Experiment(cfg, data, indices, groups, setting, {})
+    for method in cfg.methods:
+        plan = plan_method(cfg, method, setting)
+        if plan.private:
+            try:
+                exp.new_ledger().check_plan([plan.round_mechanisms()] * cfg.rounds)
+            except BudgetExceededError as e:
+                raise ConfigError(f"methods={method!r}: {e}") from e
+        exp.plans[method] = plan
+    return exp
+
+
+def plan_summary(plan: MethodPlan, setting: PrivacySetting) -> dict:
+    """Rates, sigma^2 and the noise magnitude Lambda of ``gdpfed.noise_magnitude``."""
+    sizes = np.asarray(setting.group_sizes, dtype=float)
+    out = {"rates": plan.rates, "noise_multipliers_sq": [z * z for z in plan.noise_multipliers],
+           "keep_fractions": plan.keep_fractions}
+    if plan.private:
+        s2 = [z * z for z in plan.noise_multipliers]
+        if plan.method == "dp_fedavg":
+            lam = gdpfed.noise_magnitude(s2[:1], setting.clip)
+        elif plan.method == "gdpfed":
+            lam = gdpfed.noise_magnitude(s2, setting.clip)
+        else:
+            lam = gdpfed.noise_magnitude(s2, setting.clip, np.asarray(plan.rates) * sizes,
+                                         plan.keep_fractions)
+        out["noise_magnitude"] = lam
+    return out

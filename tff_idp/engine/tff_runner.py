@@ -1,0 +1,116 @@
+"""The TFF runner: one method of an :class:`Experiment` through TFF's runtime, round by round.
+
+Per round: sample the cohort per group (``tff_idp.sampling``), build each sampled client's
+tf.data dataset (shuffled with a per-(seed, round, client) seed, repeated, ``batch_size``
+batches), call the process, evaluate the new global model on the held-out test set, record the
+round in the privacy ledger.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+from tqdm.auto import tqdm
+
+from .. import models
+from ..aggregators import GroupGaussianFactory
+from ..algorithms.process import build_group_dp_process
+from ..sampling import sample_cohort
+from .experiment import Experiment, plan_summary
+
+
+def _seed32(*parts) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31 - 1))
+
+
+def build_model_fn(exp: Experiment) -> Callable[[], tf.keras.Model]:
+    d = exp.data
+    input_dim = int(np.prod(d.x_train.shape[1:]))
+    return lambda: models.build(exp.cfg.model, input_dim=input_dim, num_classes=d.num_classes)
+
+
+def initial_weights(exp: Experiment, model_fn):
+    tf.keras.utils.set_random_seed(exp.cfg.seed)
+    return model_fn().get_weights()
+
+
+def run_method(exp: Experiment, method: str, method_index: int = 0,
+               progress: bool = True, on_round: Optional[Callable] = None):
+    """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger)."""
+    cfg, plan = exp.cfg, exp.plans[method]
+    model_fn = build_model_fn(exp)
+    w0 = initial_weights(exp, model_fn)
+    m_agg = plan.num_aggregation_groups
+    factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
+                                   plan.weights, plan.keep_fractions)
+    x, y = exp.data.x_train, exp.data.y_train
+    spec = (tf.TensorSpec([cfg.batch_size] + list(x.shape[1:]), tf.float32),
+            tf.TensorSpec([cfg.batch_size], tf.int32))
+    process = build_group_dp_process(model_fn, w0, factory, spec, m_agg, cfg.local_lr,
+                                     cfg.lr_decay, cfg.momentum, cfg.local_steps)
+    state = process.initialize()
+    evaluator = model_fn()
+    test_x, test_y = exp.data.x_test, exp.data.y_test
+    rng = np.random.default_rng([cfg.seed, method_index])
+    members = exp.group_members
+    ledger = exp.new_ledger()
+    rows = []
+    bar = tqdm(range(cfg.rounds), desc=f"{method}", unit="round", disable=not progress,
+               leave=False)
+    for rnd in bar:
+        t0 = time.perf_counter()
+        cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
+        datasets, infos, ids = [], [], []
+        for g, clients in enumerate(cohort):
+            onehot = np.zeros(m_agg, np.float32)
+            onehot[plan.aggregation_groups[g]] = 1.0
+            for c in clients:
+                idx = exp.client_indices[c]
+                ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx]))
+                ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, c)).repeat()
+                datasets.append(ds.batch(cfg.batch_size, drop_remainder=True))
+                infos.append(collections.OrderedDict(
+                    group=onehot, seed=np.array([_seed32(cfg.seed, method_index, rnd), c],
+                                                np.int32)))
+                ids.append(int(c))
+        measurements = {}
+        if datasets:
+            state, metrics = process.next(state, datasets, infos)
+            measurements = metrics
+        ledger.record_round(plan.round_mechanisms(), ids)
+        seconds = time.perf_counter() - t0
+        row = {"round": rnd + 1, "cohort": len(ids),
+               "cohort_per_group": "/".join(str(len(c)) for c in cohort),
+               "train_loss": float(measurements.get("train_loss", np.nan)),
+               "clipped_fraction": float(measurements.get("aggregator", {}).get(
+                   "clipped_fraction", np.nan)) if measurements else np.nan,
+               "mean_update_norm": float(measurements.get("aggregator", {}).get(
+                   "mean_update_norm", np.nan)) if measurements else np.nan,
+               "seconds": round(seconds, 4)}
+        if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
+            evaluator.set_weights(list(state["weights"]))
+            logits = evaluator(test_x, training=False)
+            loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+                test_y, logits, from_logits=True))
+            row["test_loss"] = float(loss)
+            row["test_accuracy"] = float(np.mean(np.argmax(logits, 1) == test_y))
+            bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
+        rows.append(row)
+        if on_round is not None:
+            on_round(row)
+    bar.close()
+    secs = [r["seconds"] for r in rows]
+    summary = {
+        "method": method,
+        "final_test_accuracy": rows[-1]["test_accuracy"],
+        "final_test_loss": rows[-1]["test_loss"],
+        "rounds": cfg.rounds,
+        "seconds_total": float(np.sum(secs)),
+        "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
+        "plan": plan_summary(plan, exp.setting),
+        "privacy": ledger.summary() if plan.private else {"private": False},
+    }
+    return rows, summary, ledger
