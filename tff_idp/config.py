@@ -28,9 +28,9 @@ class ExperimentConfig:
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n, IID partition of the training set
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 3, 1 / 3, 1 / 3])
-    budgets: List[float] = dataclasses.field(default_factory=lambda: [2.0, 6.0, 12.0])
+    budgets: List[float] = dataclasses.field(default_factory=lambda: [0.5, 1.5, 3.0])
     delta: Optional[float] = None             # default 1 / n^1.1
-    rounds: int = 30                          # T
+    rounds: int = 40                          # T
     expected_rate: float = 0.1                # q: expected cohort q n per round
     clip: float = 1.0                         # C
     local_lr: float = 0.1                     # eta, decayed by lr_decay every round

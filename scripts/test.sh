@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up the environment if needed, then run the whole test suite: scripts/test.sh [pytest args]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/ensure_env.sh"
+cd "$root"
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+exec "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m pytest "$@"

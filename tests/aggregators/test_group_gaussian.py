@@ -1,0 +1,104 @@
+"""GroupGaussianFactory: exact clip/top-k/reweighting on known inputs, noise statistics."""
+import collections
+
+import numpy as np
+import pytest
+
+from tff_idp.runtime import import_tff
+
+tff = import_tff()
+from tff_idp import dpmath  # noqa: E402
+from tff_idp.aggregators import GroupGaussianFactory  # noqa: E402
+
+
+def _value_type(shapes, m):
+    update = tff.StructType([(k, tff.TensorType(np.float32, s)) for k, s in shapes.items()])
+    return tff.StructType([("update", update), ("group", tff.TensorType(np.float32, [m])),
+                           ("seed", tff.TensorType(np.int32, [2]))])
+
+
+def _client(update, group, m, seed):
+    onehot = np.zeros(m, np.float32)
+    onehot[group] = 1
+    return collections.OrderedDict(update=collections.OrderedDict(
+        (k, np.asarray(v, np.float32)) for k, v in update.items()), group=onehot,
+        seed=np.array(seed, np.int32))
+
+
+def test_clip_topk_and_reweighting_exact():
+    vt = _value_type({"a": [3], "b": [2, 2]}, 2)
+    proc = GroupGaussianFactory([1.0, 10.0], [0.0, 0.0], [2, 1], weights=[0.5, 0.5],
+                                keep_fractions=[1.0, 0.5]).create(vt)
+    clients = [_client({"a": [3, 4, 0], "b": np.ones((2, 2))}, 0, 2, [0, 1]),
+               _client({"a": [0, 0, 1], "b": 2 * np.ones((2, 2))}, 0, 2, [0, 2]),
+               _client({"a": [1, 2, 3], "b": 3 * np.ones((2, 2))}, 1, 2, [0, 3])]
+    out = proc.next(proc.initialize(), clients)
+    # group 0: both clipped to norm 1, summed, / r_0 = 2, * 0.5
+    c0 = np.concatenate([[3, 4, 0], np.ones(4)]) / np.sqrt(29)
+    c1 = np.concatenate([[0, 0, 1], 2 * np.ones(4)]) / np.sqrt(17)
+    g0 = 0.5 * (c0 + c1) / 2
+    # group 1: norm sqrt(50) < 10, not clipped; top-4 of 7 by |x| keeps the 3s; / 1, * 0.5
+    kept = np.array([0, 0, 3, 3, 3, 3, 3], np.float32)
+    flat = np.concatenate([out.result["a"], out.result["b"].ravel()])
+    expected_g1_kept = 4
+    g1 = flat - g0
+    assert np.count_nonzero(np.abs(g1) > 1e-6) == expected_g1_kept
+    assert np.allclose(g1[np.abs(g1) > 1e-6], 1.5, atol=1e-6)
+    assert set(np.flatnonzero(np.abs(g1) > 1e-6)) <= set(np.flatnonzero(kept))
+    meas = out.measurements
+    assert meas["cohort_per_group"].tolist() == [2, 1]
+    assert meas["clipped_fraction"] == pytest.approx(2 / 3)
+    assert meas["kept_fraction_per_group"] == pytest.approx([1.0, 4 / 7])
+
+
+def test_topk_mask_keeps_exactly_the_largest():
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(50, 20)).astype(np.float32), rng.normal(size=37).astype(np.float32)]
+    kept, k, d = dpmath.top_k_mask(x, 0.3)
+    flat = np.concatenate([t.ravel() for t in x])
+    kept_flat = np.concatenate([t.numpy().ravel() for t in kept])
+    assert int(d) == flat.size and int(k) == round(0.3 * flat.size)
+    nz = np.flatnonzero(kept_flat)
+    assert len(nz) == int(k)
+    assert np.array_equal(kept_flat[nz], flat[nz])
+    assert np.min(np.abs(flat[nz])) >= np.max(np.abs(np.delete(flat, nz)))
+
+
+@pytest.mark.parametrize("weights,expected_var", [
+    ((0.5, 0.5), 0.25 * 4.0 / 16 + 0.25 * 0.25 / 4),
+    ((1.0, 0.0), 4.0 / 16),
+])
+def test_noise_statistics(weights, expected_var):
+    """Zero updates: the result is pure noise, N(0, sum_m (w_m s_m / r_m)^2) per coordinate,
+    since group m's sum carries N(0, s_m^2) whatever its cohort size."""
+    d = 40000
+    vt = _value_type({"w": [d]}, 2)
+    proc = GroupGaussianFactory([1.0, 1.0], [2.0, 0.5], [4, 2], weights=list(weights)).create(vt)
+    clients = [_client({"w": np.zeros(d)}, 0, 2, [1, i]) for i in range(4)] + \
+              [_client({"w": np.zeros(d)}, 1, 2, [1, 10 + i]) for i in range(2)]
+    noise = proc.next(proc.initialize(), clients).result["w"]
+    assert abs(noise.mean()) < 4 * np.sqrt(expected_var / d)
+    assert noise.var() == pytest.approx(expected_var, rel=0.05)
+    again = proc.next(proc.initialize(), clients).result["w"]
+    assert np.array_equal(noise, again)       # seeded: reproducible
+
+
+def test_group_noise_does_not_depend_on_realised_cohort():
+    d = 40000
+    vt = _value_type({"w": [d]}, 1)
+    proc = GroupGaussianFactory([1.0], [1.0], [5], weights=[1.0]).create(vt)
+    for k in (2, 9):
+        clients = [_client({"w": np.zeros(d)}, 0, 1, [3, i]) for i in range(k)]
+        noise = proc.next(proc.initialize(), clients).result["w"]
+        assert noise.var() == pytest.approx(1.0 / 25, rel=0.05)   # (s / r)^2, r = 5
+
+
+def test_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        GroupGaussianFactory([1.0], [-1.0], [5])
+    with pytest.raises(ValueError):
+        GroupGaussianFactory([1.0, 1.0], [1.0], [5, 5])
+    with pytest.raises(ValueError):
+        GroupGaussianFactory([1.0], [1.0], [5], keep_fractions=[1.5])
+    with pytest.raises(TypeError):
+        GroupGaussianFactory([1.0], [1.0], [5]).create(tff.TensorType(np.float32, [3]))

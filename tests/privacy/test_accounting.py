@@ -1,0 +1,97 @@
+"""Calibration against GDPFed's noise-multiplier table (003 Table 5 / 000 Table III) and
+independent recomputation of epsilons with dp_accounting."""
+import math
+
+import dp_accounting
+import pytest
+from dp_accounting import rdp
+
+from tff_idp.privacy import accounting, gdpfed
+
+# dataset: n, T, budgets, q (%), Problem-1 rates (%) of Table I, Table 5 sigma^2 rows
+TABLE5 = {
+    "fmnist": (6000, 50, (0.5, 1.5, 3.0), 2, (0.69, 1.89, 3.42),
+               2.26, (2.26, 0.90, 0.53), (1.42, 0.87, 0.70)),
+    "svhn": (6000, 100, (0.5, 1.5, 3.0), 5, (1.66, 4.67, 8.68),
+             13.20, (13.20, 2.50, 1.16), (2.38, 2.29, 2.23)),
+    "cifar10": (600, 100, (2.0, 6.0, 12.0), 10, (3.61, 9.62, 16.77),
+                3.52, (3.52, 0.95, 0.49), (0.98, 0.91, 0.83)),
+    "shakespeare": (714, 50, (0.5, 1.5, 3.0), 10, (4.79, 9.83, 15.21),
+                    17.14, (17.14, 3.26, 1.41), (4.45, 3.18, 2.46)),
+}
+
+
+def _close(ours, paper, rel):
+    assert abs(ours - paper) <= rel * paper, (ours, paper)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE5))
+def test_table5_dp_fedavg_and_gdpfed_rows(name):
+    n, T, eps, q, _, dp, gdp, _ = TABLE5[name]
+    delta = accounting.default_delta(n)
+    z = accounting.calibrate_noise_multiplier(eps[0], q / 100, T, delta, tolerance=0.01)
+    _close(z * z, dp, 0.02)
+    zs = gdpfed.group_noise_multipliers(eps, [q / 100] * 3, T, delta, tolerance=0.01)
+    for ours, paper in zip(zs, gdp):
+        _close(ours * ours, paper, 0.02)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE5))
+def test_table5_gdpfed_op_rows_at_table1_rates(name):
+    n, T, eps, _, rates, _, _, op = TABLE5[name]
+    zs = gdpfed.group_noise_multipliers(eps, [r / 100 for r in rates], T,
+                                        accounting.default_delta(n), tolerance=0.01)
+    for m, (ours, paper) in enumerate(zip(zs, op)):
+        if name == "shakespeare" and m == 0:
+            # Known gap: 4.70 vs 4.45 (5.6%). The rate 4.79% printed in Table I cannot give
+            # 4.45 under any accountant we tried; 4.45 corresponds to q_1 of about 4.66%.
+            _close(ours * ours, 4.70, 0.01)
+            continue
+        _close(ours * ours, paper, 0.02)
+
+
+def test_exact_calibration_is_tighter_and_within_budget():
+    delta = accounting.default_delta(6000)
+    exact = accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta)
+    search = accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta, tolerance=0.01)
+    assert exact <= search
+    assert abs(exact ** 2 - 2.25) < 0.01        # DESIGN.md: 2.25 with exact calibration
+    for z in (exact, search):
+        assert accounting.epsilon(z, 0.02, 50, delta) <= 0.5 + 1e-6
+    assert accounting.epsilon(exact, 0.02, 50, delta) == pytest.approx(0.5, abs=1e-4)
+
+
+def test_epsilon_matches_independent_dp_accounting():
+    acc = rdp.RdpAccountant()
+    acc.compose(dp_accounting.PoissonSampledDpEvent(
+        0.05, dp_accounting.GaussianDpEvent(1.3)), 100)
+    assert accounting.epsilon(1.3, 0.05, 100, 1e-5) == pytest.approx(acc.get_epsilon(1e-5))
+
+
+def test_pld_calibration_inverts_pld_epsilon():
+    delta = accounting.default_delta(6000)
+    z = accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta, accountant="pld")
+    assert accounting.epsilon(z, 0.02, 50, delta, accountant="pld") == pytest.approx(0.5, abs=5e-3)
+    # PLD is tighter than RDP: less noise for the same budget
+    assert z < accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta)
+
+
+def test_fixed_size_sampling_uses_replace_one():
+    z = accounting.calibrate_noise_multiplier(1.0, 0.05, 20, 1e-5, sampling="fixed",
+                                              population=1000)
+    acc = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dp_accounting.SampledWithoutReplacementDpEvent(
+        1000, 50, dp_accounting.GaussianDpEvent(z)), 20)
+    assert acc.get_epsilon(1e-5) == pytest.approx(1.0, abs=1e-3)
+    with pytest.raises(ValueError):
+        accounting.epsilon(1.0, 0.05, 20, 1e-5, accountant="pld", sampling="fixed",
+                           population=1000)
+
+
+@pytest.mark.parametrize("kwargs", [dict(target_epsilon=0.0), dict(target_epsilon=-1.0),
+                                    dict(sampling_rate=0.0), dict(sampling_rate=1.5),
+                                    dict(delta=0.0), dict(rounds=0)])
+def test_calibration_rejects_bad_input(kwargs):
+    args = dict(target_epsilon=1.0, sampling_rate=0.1, rounds=10, delta=1e-5) | kwargs
+    with pytest.raises(ValueError):
+        accounting.calibrate_noise_multiplier(**args)

@@ -1,0 +1,79 @@
+"""python -m tff_idp.run as a user runs it: bad input exits 2 with one line, before any work;
+a small run writes a complete results folder and leaves no TFF worker behind."""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args, cwd, timeout=600):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "tff_idp.run", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+BAD = [
+    (["--set", "methods=[\"fedprox\"]"], "methods='fedprox'"),
+    (["--set", "dataset=imagenet"], "dataset='imagenet'"),
+    (["--set", "budgets=[0.0, 1.5, 3.0]"], "budgets="),
+    (["--set", "budgets=[-1.0, 1.5, 3.0]"], "budgets="),
+    (["--set", "group_ratios=[0.5, 0.3, 0.3]"], "group_ratios="),
+    (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
+    (["--set", "rounds"], "--set='rounds'"),
+    (["missing.toml"], "config='missing.toml': no such file"),
+    (["bad.toml"], "config='bad.toml': malformed TOML"),
+    (["--set", "noise_multipliers=[0.3, 0.3, 0.3]"], "exceeds its budget"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):
+    (tmp_path / "bad.toml").write_text("rounds = = 3\n")
+    proc = _run(args + ["--set", "output_dir=\"out\""], tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+    assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+
+
+def test_help_documents_the_config_keys(tmp_path):
+    proc = _run(["--help"], tmp_path, timeout=60)
+    assert proc.returncode == 0
+    for key in ("budgets", "group_ratios", "keep_fractions", "calibration_tolerance",
+                "expected_rate", "sampling", "accountant"):
+        assert key in proc.stdout
+
+
+def _workers():
+    out = subprocess.run(["pgrep", "-f", "worker_binary"], capture_output=True, text=True)
+    return [p for p in out.stdout.split() if p]
+
+
+def test_small_run_writes_results_and_closes_tff(tmp_path):
+    before = set(_workers())
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus"]\nrounds = 2\n'
+                   'num_clients = 60\nexpected_rate = 0.2\nbudgets = [1.0, 2.0, 4.0]\n'
+                   'output_dir = "out"\n')
+    proc = _run([str(cfg), "--quiet", "--set", "local_steps=2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "gdpfed_plus" in proc.stdout and "test_acc_%" in proc.stdout
+    for method in ("dp_fedavg", "gdpfed_plus"):
+        folder = tmp_path / "out" / "tiny" / f"{method}-seed0"
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["privacy"]["within_budget"]
+        rows = list(csv.DictReader((folder / "metrics.csv").open()))
+        assert len(rows) == 2 and 0 <= float(rows[-1]["test_accuracy"]) <= 1
+        ledger = list(csv.DictReader((folder / "ledger.csv").open()))
+        assert len(ledger) == 60
+        assert all(float(r["epsilon"]) <= float(r["budget"]) * (1 + 1e-6) for r in ledger)
+        config = json.loads((folder / "config.json").read_text())
+        assert config["local_steps"] == 2 and config["method"] == method
+    assert not list((tmp_path / "out" / "tiny").glob("*.partial"))
+    assert set(_workers()) <= before
