@@ -27,7 +27,7 @@ class ExperimentConfig:
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n, IID partition of the training set
-    group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 3, 1 / 3, 1 / 3])
+    group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
     budgets: List[float] = dataclasses.field(default_factory=lambda: [0.5, 1.5, 3.0])
     delta: Optional[float] = None             # default 1 / n^1.1
     rounds: int = 40                          # T
@@ -41,6 +41,7 @@ class ExperimentConfig:
     keep_fractions: List[float] = dataclasses.field(default_factory=lambda: [0.7, 0.8, 0.9])
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
     accountant: str = "rdp"                   # "rdp" or "pld"
+    group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
     rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus)
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
@@ -139,6 +140,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
     if cfg.accountant not in ("rdp", "pld"):
         _fail("accountant", cfg.accountant, "must be 'rdp' or 'pld'")
+    if cfg.group_weighting not in ("paper", "normalized"):
+        _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
     if cfg.sampling == "fixed" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:

@@ -28,6 +28,7 @@ class PrivacySetting:
     accountant: str = "rdp"
     tolerance: Optional[float] = None
     sampling: str = "poisson"         # "poisson" or "fixed" (without replacement)
+    group_weighting: str = "paper"    # "paper": omega_m on group sums; "normalized": on means
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,25 @@ class MethodPlan:
         return d
 
 
+def combination_weights(cohorts, setting: PrivacySetting):
+    """Weight w_m of group m's mean (the aggregator computes sum_m w_m * sum_m / r_m).
+
+    ``"paper"``: theta += sum_m omega_m y~_m with omega_m = (1/qn) r_m^2 / sum r^2 on group
+    *sums* (000/003 Alg. 1 line 19 with App. B.2's omega_m), i.e. w_m = omega_m r_m. The
+    weights then sum to sum_m r_m^3 / (qn sum r^2) <= 1: with equal groups the step is the
+    cohort mean divided by M, which also divides the injected noise's std by M.
+    ``"normalized"``: w_m = r_m^2 / sum r^2, a weighted average of group means (the form of
+    the convergence proof, 003 App. D); the step is a full mean.
+    """
+    if setting.group_weighting == "normalized":
+        return [float(w) for w in gdpfed.group_mean_weights(cohorts)]
+    if setting.group_weighting == "paper":
+        qn = setting.expected_rate * float(sum(setting.group_sizes))
+        return [float(w * r) for w, r in zip(gdpfed.group_weights(cohorts, qn), cohorts)]
+    raise ValueError(f"group_weighting={setting.group_weighting!r} is not 'paper' or "
+                     "'normalized'")
+
+
 def _grouped_plan(method, setting: PrivacySetting, rates, keep_fractions=None,
                   noise_multipliers=None) -> MethodPlan:
     sizes = np.asarray(setting.group_sizes, dtype=float)
@@ -73,7 +93,7 @@ def _grouped_plan(method, setting: PrivacySetting, rates, keep_fractions=None,
         aggregation_groups=list(range(m)), clips=[setting.clip] * m,
         noise_stddevs=[float(z) * setting.clip for z in noise_multipliers],
         expected_cohorts=cohorts,
-        weights=[float(w) for w in gdpfed.group_mean_weights(cohorts)],
+        weights=combination_weights(cohorts, setting),
         keep_fractions=list(keep_fractions) if keep_fractions is not None else [1.0] * m)
 
 

@@ -66,7 +66,7 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
                              delta=cfg.resolved_delta, rounds=cfg.rounds,
                              expected_rate=cfg.expected_rate, clip=cfg.clip,
                              accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
-                             sampling=cfg.sampling)
+                             sampling=cfg.sampling, group_weighting=cfg.group_weighting)
     exp = Experiment(cfg, data, indices, groups, setting, {})
     for method in cfg.methods:
         plan = plan_method(cfg, method, setting)

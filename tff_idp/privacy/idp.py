@@ -1,0 +1,125 @@
+"""Individualized DP for FedAvg: SAMPLE and SCALE (Boenisch et al.; paper 004; GDPFed's
+baseline IDP-FedAvg, 003 App. B.2).
+
+SAMPLE: one shared noise multiplier sigma, one sampling rate per budget group. For a given
+sigma each group's rate is the largest q whose epsilon after T rounds stays within its budget;
+sigma is then chosen so that the client-weighted mean rate equals the target rate
+(expected clients per round / n). Both searches are root finds on monotone functions.
+
+SCALE: one shared sampling rate q; per-group sigma_p calibrated to each budget; the clients of
+group p clip to C_p = C * sigma_bar / sigma_p with sigma_bar = sum_p r_p sigma_p (r_p the
+fraction of clients in group p), and one noise of std sigma_bar * C is added. Group p then
+sees noise multiplier sigma_bar C / C_p = sigma_p: exactly its calibrated one.
+
+Unlike the public reference code, groups are sorted by budget before rates are paired with
+them, a failed calibration raises, and delta is an argument.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import List, Sequence
+
+import numpy as np
+from scipy import optimize
+
+from . import accounting
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleCalibration:
+    noise_multiplier: float
+    rates: List[float]             # per group, in the order the budgets were given
+    mean_rate: float               # sum_p r_p q_p
+    epsilons: List[float]          # per group, recomputed at (sigma, q_p)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleCalibration:
+    noise_multiplier: float        # sigma_bar: shared noise std is sigma_bar * base_clip
+    clips: List[float]             # C_p per group, in the order the budgets were given
+    group_noise_multipliers: List[float]   # sigma_p per group
+
+
+def _check_groups(budgets, ratios):
+    budgets = np.asarray(budgets, dtype=float)
+    ratios = np.asarray(ratios, dtype=float)
+    if budgets.ndim != 1 or len(budgets) == 0:
+        raise ValueError(f"budgets={list(budgets)} must be a non-empty list")
+    if len(ratios) != len(budgets):
+        raise ValueError(f"ratios={list(ratios)} needs {len(budgets)} entries, one per budget")
+    if np.any(budgets <= 0) or np.any(~np.isfinite(budgets)):
+        raise ValueError(f"budgets={list(budgets)} must be positive and finite")
+    if np.any(ratios <= 0):
+        raise ValueError(f"ratios={list(ratios)}: every group needs a positive ratio")
+    if abs(ratios.sum() - 1) > 1e-6:
+        raise ValueError(f"ratios={list(ratios)} must sum to 1")
+    return budgets, ratios
+
+
+def max_rate(noise_multiplier: float, budget: float, rounds: int, delta: float,
+             accountant: str = "rdp") -> float:
+    """Largest Poisson rate q in (0, 1] with epsilon(sigma, q, T) <= budget."""
+    f = lambda q: accounting.epsilon(noise_multiplier, q, rounds, delta, accountant) - budget
+    if f(1.0) <= 0:
+        return 1.0
+    lo = 1e-7
+    if f(lo) > 0:
+        return 0.0
+    return float(optimize.brentq(f, lo, 1.0, xtol=1e-9, rtol=1e-7))
+
+
+def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rate: float,
+                 rounds: int, delta: float, accountant: str = "rdp",
+                 rate_tolerance: float = 1e-4) -> SampleCalibration:
+    """SAMPLE calibration (paper 004 Sec. 3; reference: Boenisch et al. 2023, Alg. 'Sample').
+
+    Returns the shared sigma and one rate per group such that each group's epsilon after
+    ``rounds`` rounds is within its budget and sum_p ratio_p q_p equals ``expected_rate`` to a
+    relative ``rate_tolerance``.
+    """
+    budgets, ratios = _check_groups(budgets, ratios)
+    if not 0 < expected_rate < 1:
+        raise ValueError(f"expected_rate={expected_rate} must be in (0, 1)")
+    order = np.argsort(budgets)
+
+    def mean_rate(log_sigma):
+        z = math.exp(log_sigma)
+        return sum(r * max_rate(z, e, rounds, delta, accountant)
+                   for e, r in zip(budgets[order], ratios[order]))
+
+    lo, hi = math.log(0.05), math.log(2.0)
+    while mean_rate(lo) > expected_rate:
+        lo -= 1.0
+        if lo < math.log(1e-4):
+            raise ValueError(f"expected_rate={expected_rate} is too low to calibrate")
+    while mean_rate(hi) < expected_rate:
+        hi += 1.0
+        if hi > math.log(1e4):
+            raise ValueError(f"expected_rate={expected_rate} cannot be reached for "
+                             f"budgets={list(budgets)}")
+    log_sigma = optimize.brentq(lambda s: mean_rate(s) - expected_rate, lo, hi,
+                                rtol=rate_tolerance * 1e-2, xtol=1e-6)
+    z = math.exp(log_sigma)
+    rates = [max_rate(z, e, rounds, delta, accountant) for e in budgets]
+    mean = float(np.dot(ratios, rates))
+    if abs(mean - expected_rate) > rate_tolerance * expected_rate * 10:
+        raise ValueError(f"SAMPLE calibration missed expected_rate={expected_rate} "
+                         f"(got {mean:.6g})")
+    eps = [accounting.epsilon(z, q, rounds, delta, accountant) for q in rates]
+    return SampleCalibration(float(z), rates, mean, eps)
+
+
+def scale_clips(budgets: Sequence[float], ratios: Sequence[float], sampling_rate: float,
+                rounds: int, delta: float, base_clip: float, accountant: str = "rdp",
+                tolerance=None) -> ScaleCalibration:
+    """SCALE calibration (Boenisch et al.; 003 App. B.2): C_p = C sigma_bar / sigma_p with
+    sigma_bar = sum_p r_p sigma_p and sigma_p calibrated to budget p at the shared rate."""
+    budgets, ratios = _check_groups(budgets, ratios)
+    if not base_clip > 0:
+        raise ValueError(f"base_clip={base_clip} must be positive")
+    sigmas = [accounting.calibrate_noise_multiplier(e, sampling_rate, rounds, delta,
+                                                    accountant, tolerance) for e in budgets]
+    sigma_bar = float(np.dot(ratios, sigmas))
+    return ScaleCalibration(sigma_bar, [base_clip * sigma_bar / s for s in sigmas],
+                            [float(s) for s in sigmas])
