@@ -58,13 +58,14 @@ def _workers():
 def test_small_run_writes_results_and_closes_tff(tmp_path):
     before = set(_workers())
     cfg = tmp_path / "tiny.toml"
-    cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus"]\nrounds = 2\n'
+    cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus", "idp_fedavg"]\n'
+                   'rounds = 2\n'
                    'num_clients = 60\nexpected_rate = 0.2\nbudgets = [1.0, 2.0, 4.0]\n'
                    'output_dir = "out"\n')
     proc = _run([str(cfg), "--quiet", "--set", "local_steps=2"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gdpfed_plus" in proc.stdout and "test_acc_%" in proc.stdout
-    for method in ("dp_fedavg", "gdpfed_plus"):
+    for method in ("dp_fedavg", "gdpfed_plus", "idp_fedavg"):
         folder = tmp_path / "out" / "tiny" / f"{method}-seed0"
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["privacy"]["within_budget"]

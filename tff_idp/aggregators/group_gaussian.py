@@ -46,6 +46,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
       keep_fractions: k_m/d of Top_k per group (defaults to 1: no sparsification).
     """
 
+    needs_client_info = True   # aggregates (update, group, seed), see the module docstring
+
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  keep_fractions: Optional[Sequence[float]] = None):

@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..privacy import accounting, gdpfed
+from ..privacy import accounting, gdpfed, idp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,7 @@ class MethodPlan:
     expected_cohorts: List[float]     # per aggregation group: r_m
     weights: List[float]              # per aggregation group: weight of the group mean
     keep_fractions: List[float]       # per aggregation group: k_m / d
+    adaptive_clip: bool = False       # paper 004: TFF's adaptive clipping (Andrew et al.)
 
     @property
     def num_aggregation_groups(self) -> int:
@@ -149,10 +150,60 @@ def plan_gdpfed_plus(setting: PrivacySetting, rates=None, keep_fractions=(0.7, 0
     return _grouped_plan("gdpfed_plus", setting, rates, keep_fractions, noise_multipliers)
 
 
+def _group_ratios(setting):
+    sizes = np.asarray(setting.group_sizes, dtype=float)
+    return sizes / sizes.sum()
+
+
+def plan_idp_sample(setting: PrivacySetting, **_) -> MethodPlan:
+    """IDP-FedAvg SAMPLE as GDPFed's baseline (003 App. B.2): per-group rates and one shared
+    sigma from :func:`tff_idp.privacy.idp.sample_rates`, fixed clip C; every group sum gets
+    N(0, sigma^2 C^2) (disjoint groups: the same guarantee as one noise on the total), so the
+    group means can be reweighted like GDPFed's."""
+    c = idp.sample_rates(setting.budgets, _group_ratios(setting), setting.expected_rate,
+                         setting.rounds, setting.delta, setting.accountant)
+    m = len(setting.budgets)
+    return _grouped_plan("idp_sample", setting, c.rates,
+                         noise_multipliers=[c.noise_multiplier] * m)
+
+
+def plan_idp_scale(setting: PrivacySetting, **_) -> MethodPlan:
+    """IDP-FedAvg SCALE (Boenisch et al.; 003 App. B.2): shared rate q, per-group clips
+    C_p = C sigma_bar / sigma_p, one noise std sigma_bar C on every group sum."""
+    c = idp.scale_clips(setting.budgets, _group_ratios(setting), setting.expected_rate,
+                        setting.rounds, setting.delta, setting.clip, setting.accountant,
+                        setting.tolerance)
+    m = len(setting.budgets)
+    cohorts = [setting.expected_rate * s for s in setting.group_sizes]
+    return MethodPlan(
+        method="idp_scale", private=True, rates=[setting.expected_rate] * m,
+        noise_multipliers=c.group_noise_multipliers, aggregation_groups=list(range(m)),
+        clips=c.clips, noise_stddevs=[c.noise_multiplier * setting.clip] * m,
+        expected_cohorts=cohorts, weights=combination_weights(cohorts, setting),
+        keep_fractions=[1.0] * m)
+
+
+def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
+    """IDP-FedAvg in paper 004's own form: SAMPLE rates (Bernoulli per client), one global
+    sigma, TFF's adaptive-clipping DP aggregator (initial clip 0.1, target quantile 0.5,
+    clip learning rate 0.2, clipped-count stddev 0.05 x expected cohort) normalised by the
+    expected cohort. sigma covers value and clipped-count noise together (TFF splits it)."""
+    c = idp.sample_rates(setting.budgets, _group_ratios(setting), setting.expected_rate,
+                         setting.rounds, setting.delta, setting.accountant)
+    m = len(setting.budgets)
+    expected = float(np.dot(c.rates, setting.group_sizes))
+    return MethodPlan("idp_fedavg", True, c.rates, [c.noise_multiplier] * m, [0] * m,
+                      [0.1], [c.noise_multiplier * 0.1], [expected], [1.0], [1.0],
+                      adaptive_clip=True)
+
+
 PLANNERS = {
     "p_fedavg": plan_p_fedavg,
     "dp_fedavg": plan_dp_fedavg,
     "gdpfed": plan_gdpfed,
     "gdpfed_opc": plan_gdpfed_opc,
     "gdpfed_plus": plan_gdpfed_plus,
+    "idp_sample": plan_idp_sample,
+    "idp_scale": plan_idp_scale,
+    "idp_fedavg": plan_idp_fedavg,
 }

@@ -8,6 +8,9 @@ factory (clip, noise, group sums, top-k, reweighting) -> theta^{t+1} = theta^t +
 ``next(state, client_data, client_info)``: ``client_data`` are the cohort's tf.data datasets
 of (x, y) batches, ``client_info`` per client an OrderedDict(group=float32[M] one-hot,
 seed=int32[2]). The methods differ only in the factory and in how the cohort is sampled.
+Factories with ``needs_client_info = True`` (ours) aggregate (update, group, seed); any other
+``tff.aggregators.UnweightedAggregationFactory`` (e.g. TFF's adaptive-clipping
+``DifferentiallyPrivateFactory``) aggregates the bare update.
 """
 from __future__ import annotations
 
@@ -42,8 +45,13 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     info_type = tff.StructWithPythonType(
         [("group", tff.TensorType(np.float32, [num_groups])),
          ("seed", tff.TensorType(np.int32, [2]))], collections.OrderedDict)
-    update_process = aggregation_factory.create(tff.StructType(
-        [("update", weights_type), ("group", info_type["group"]), ("seed", info_type["seed"])]))
+    grouped = getattr(aggregation_factory, "needs_client_info", False)
+    if grouped:   # our group-aware factories aggregate (update, group, seed)
+        update_process = aggregation_factory.create(tff.StructType(
+            [("update", weights_type), ("group", info_type["group"]),
+             ("seed", info_type["seed"])]))
+    else:         # any stock TFF factory (e.g. DifferentiallyPrivateFactory) sees the update
+        update_process = aggregation_factory.create(weights_type)
 
     @tff.tensorflow.computation
     def initial_server_weights():
@@ -109,7 +117,11 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         lr = tff.federated_broadcast(tff.federated_map(round_lr, state.round))
         deltas, losses = tff.federated_map(
             client_train, (tff.federated_broadcast(state.weights), client_data, lr))
-        agg = update_process.next(state.aggregator, tff.federated_map(pack, (deltas, client_info)))
+        if grouped:
+            agg = update_process.next(state.aggregator,
+                                      tff.federated_map(pack, (deltas, client_info)))
+        else:
+            agg = update_process.next(state.aggregator, deltas)
         new_weights, new_round = tff.federated_map(
             server_apply, (state.weights, agg.result, state.round))
         new_state = tff.federated_zip(collections.OrderedDict(

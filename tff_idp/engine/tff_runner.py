@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from .. import models
 from ..aggregators import GroupGaussianFactory
 from ..algorithms.process import build_group_dp_process
+from ..runtime import import_tff
 from ..sampling import sample_cohort
 from .experiment import Experiment, plan_summary
 
@@ -37,6 +38,29 @@ def initial_weights(exp: Experiment, model_fn):
     return model_fn().get_weights()
 
 
+def make_factory(plan):
+    """The aggregation factory of a plan: ours, or TFF's adaptive-clipping DP factory."""
+    if plan.adaptive_clip:
+        tff = import_tff()
+        cohort = float(plan.expected_cohorts[0])
+        return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
+            noise_multiplier=float(plan.noise_multipliers[0]), clients_per_round=cohort,
+            initial_l2_norm_clip=float(plan.clips[0]), target_unclipped_quantile=0.5,
+            learning_rate=0.2, clipped_count_stddev=0.05 * cohort)
+    return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
+                                plan.weights, plan.keep_fractions)
+
+
+def _aggregator_metric(measurements, key):
+    """A scalar from our factory's measurements, or from TFF's DP factory's."""
+    agg = measurements.get("aggregator", {}) if measurements else {}
+    if key in agg:
+        return float(agg[key])
+    if key == "clip" and "dp_query_metrics" in agg:
+        return float(agg["dp_query_metrics"].get("clip", np.nan))
+    return np.nan
+
+
 def run_method(exp: Experiment, method: str, method_index: int = 0,
                progress: bool = True, on_round: Optional[Callable] = None):
     """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger)."""
@@ -44,8 +68,7 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
     model_fn = build_model_fn(exp)
     w0 = initial_weights(exp, model_fn)
     m_agg = plan.num_aggregation_groups
-    factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
-                                   plan.weights, plan.keep_fractions)
+    factory = make_factory(plan)
     x, y = exp.data.x_train, exp.data.y_train
     spec = (tf.TensorSpec([cfg.batch_size] + list(x.shape[1:]), tf.float32),
             tf.TensorSpec([cfg.batch_size], tf.int32))
@@ -85,10 +108,9 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
         row = {"round": rnd + 1, "cohort": len(ids),
                "cohort_per_group": "/".join(str(len(c)) for c in cohort),
                "train_loss": float(measurements.get("train_loss", np.nan)),
-               "clipped_fraction": float(measurements.get("aggregator", {}).get(
-                   "clipped_fraction", np.nan)) if measurements else np.nan,
-               "mean_update_norm": float(measurements.get("aggregator", {}).get(
-                   "mean_update_norm", np.nan)) if measurements else np.nan,
+               "clipped_fraction": _aggregator_metric(measurements, "clipped_fraction"),
+               "mean_update_norm": _aggregator_metric(measurements, "mean_update_norm"),
+               "adaptive_clip": _aggregator_metric(measurements, "clip"),
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
             evaluator.set_weights(list(state["weights"]))

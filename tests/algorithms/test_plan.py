@@ -1,0 +1,60 @@
+"""Method plans: the numbers each method runs with, checked against the privacy core."""
+import math
+
+import numpy as np
+import pytest
+
+from tff_idp.algorithms.plan import PLANNERS, PrivacySetting, combination_weights
+from tff_idp.privacy import PrivacyLedger, accounting
+
+SETTING = PrivacySetting(budgets=[0.5, 1.5, 3.0], group_sizes=[2000, 2000, 2000],
+                         delta=accounting.default_delta(6000), rounds=50, expected_rate=0.02,
+                         clip=1.5, tolerance=0.01)
+
+
+@pytest.mark.parametrize("method", sorted(PLANNERS))
+def test_every_private_plan_respects_every_budget(method):
+    plan = PLANNERS[method](SETTING, local_lr=0.1, local_steps=5)
+    ledger = PrivacyLedger(budgets=np.repeat(SETTING.budgets, 2), groups=[0, 0, 1, 1, 2, 2],
+                           delta=SETTING.delta)
+    if plan.private:
+        spent = ledger.check_plan([plan.round_mechanisms()] * SETTING.rounds)
+        assert all(spent[g] <= SETTING.budgets[g] * (1 + 1e-6) for g in spent)
+    expected_cohort = np.dot(plan.rates, SETTING.group_sizes)
+    assert expected_cohort == pytest.approx(0.02 * 6000, rel=0.01)
+
+
+def test_gdpfed_plans_match_table5_fmnist():
+    gdp = PLANNERS["gdpfed"](SETTING)
+    assert [z * z for z in gdp.noise_multipliers] == pytest.approx([2.26, 0.90, 0.53], rel=0.02)
+    plus = PLANNERS["gdpfed_plus"](SETTING, rates=[0.0069, 0.0189, 0.0342])
+    assert [z * z for z in plus.noise_multipliers] == pytest.approx([1.42, 0.87, 0.70], rel=0.02)
+    assert plus.keep_fractions == [0.7, 0.8, 0.9]
+    assert plus.noise_stddevs == pytest.approx([z * 1.5 for z in plus.noise_multipliers])
+    dp = PLANNERS["dp_fedavg"](SETTING)
+    assert dp.noise_multipliers[0] ** 2 == pytest.approx(2.26, rel=0.02)
+    assert dp.num_aggregation_groups == 1
+
+
+def test_combination_weights():
+    cohorts = [13.8, 37.8, 68.4]
+    paper = combination_weights(cohorts, SETTING)
+    r = np.asarray(cohorts)
+    assert paper == pytest.approx(r ** 3 / (120 * np.sum(r ** 2)))
+    equal = combination_weights([40, 40, 40], SETTING)
+    assert equal == pytest.approx([1 / 9] * 3)   # omega on sums: the mean divided by M
+    import dataclasses
+    norm = combination_weights(cohorts, dataclasses.replace(SETTING, group_weighting="normalized"))
+    assert sum(norm) == pytest.approx(1.0)
+
+
+def test_idp_scale_plan_shares_one_noise():
+    plan = PLANNERS["idp_scale"](SETTING)
+    assert len(set(np.round(plan.noise_stddevs, 9))) == 1
+    for clip, z in zip(plan.clips, plan.noise_multipliers):
+        assert plan.noise_stddevs[0] / clip == pytest.approx(z)
+
+
+def test_p_fedavg_is_not_private():
+    plan = PLANNERS["p_fedavg"](SETTING)
+    assert not plan.private and math.isinf(plan.clips[0]) and plan.noise_stddevs == [0.0]
