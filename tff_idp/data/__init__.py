@@ -1,5 +1,7 @@
 """Data sources, partitioners and the federated client store."""
-from .partition import assign_groups, iid_partition
+from .partition import (assign_groups, classes_per_client, dirichlet_label_skew,
+                        iid_partition, pachinko)
 from .sources import SOURCES, ArrayData, load
 
-__all__ = ["assign_groups", "iid_partition", "SOURCES", "ArrayData", "load"]
+__all__ = ["assign_groups", "classes_per_client", "dirichlet_label_skew", "iid_partition",
+           "pachinko", "SOURCES", "ArrayData", "load"]

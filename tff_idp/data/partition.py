@@ -24,3 +24,101 @@ def assign_groups(num_clients: int, ratios: Sequence[float], seed: int) -> np.nd
         raise ValueError(f"group ratios {list(ratios)} do not split {num_clients} clients")
     labels = np.repeat(np.arange(len(ratios)), counts)
     return np.random.default_rng(seed + 7919).permutation(labels)
+
+
+def dirichlet_label_skew(labels: np.ndarray, num_clients: int, concentration: float,
+                         seed: int, min_examples: int = 1, max_tries: int = 100):
+    """Label skew by a Dirichlet prior (Hsu et al. 2019; GDPFed Table V with lambda in
+    {0.3, 0.5, 0.7, 0.9}): for every class, its examples are split across clients in
+    proportions drawn from Dir(concentration * 1_n). Smaller concentration, more skew.
+    Redraws (seeded) until every client has at least ``min_examples`` examples."""
+    labels = np.asarray(labels)
+    if concentration <= 0:
+        raise ValueError(f"concentration={concentration} must be positive")
+    rng = np.random.default_rng(seed)
+    classes = np.unique(labels)
+    for _ in range(max_tries):
+        parts = [[] for _ in range(num_clients)]
+        for c in classes:
+            idx = rng.permutation(np.flatnonzero(labels == c))
+            p = rng.dirichlet(np.full(num_clients, concentration))
+            cuts = (np.cumsum(p)[:-1] * len(idx)).astype(int)
+            for client, chunk in enumerate(np.split(idx, cuts)):
+                parts[client].extend(chunk.tolist())
+        if min(len(p) for p in parts) >= min_examples:
+            return [np.sort(np.asarray(p, dtype=int)) for p in parts]
+    raise ValueError(f"concentration={concentration}: could not give every one of "
+                     f"{num_clients} clients {min_examples} examples in {max_tries} draws")
+
+
+def classes_per_client(labels: np.ndarray, num_clients: int, classes_each: int, seed: int):
+    """Every client holds exactly ``classes_each`` distinct classes (paper 001: s = 5, 10 for
+    EMNIST over 20 clients, s = 2, 5, 10 for CIFAR-10, s = 3, 5, 10 for CIFAR-100 over 100).
+    Classes are dealt round-robin over a shuffled class order so that every class goes to
+    about the same number of clients; a class's examples are split evenly among its holders."""
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    if not 0 < classes_each <= len(classes):
+        raise ValueError(f"classes_each={classes_each} must be in [1, {len(classes)}]")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(classes)
+    holders = {c: [] for c in classes}
+    client_classes = []
+    pos = 0
+    for client in range(num_clients):
+        chosen = []
+        while len(chosen) < classes_each:
+            c = order[pos % len(order)]
+            pos += 1
+            if c not in chosen:
+                chosen.append(c)
+        client_classes.append(chosen)
+        for c in chosen:
+            holders[c].append(client)
+    parts = [[] for _ in range(num_clients)]
+    for c, owners in holders.items():
+        if not owners:
+            continue
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        for owner, chunk in zip(owners, np.array_split(idx, len(owners))):
+            parts[owner].extend(chunk.tolist())
+    return [np.sort(np.asarray(p, dtype=int)) for p in parts]
+
+
+def pachinko(labels: np.ndarray, num_clients: int, examples_per_client: int, seed: int,
+             coarse_of: dict = None, alpha: float = 0.1, beta: float = 10.0):
+    """Pachinko allocation (Li & McCallum 2006), as TFF's CIFAR-100 was built (Reddi et al.
+    2021, App. C.4): every client draws a Dir(alpha) distribution over coarse labels and, per
+    coarse label, a Dir(beta) over its fine labels; each example is drawn by sampling a coarse
+    then a fine label, without replacement; an exhausted fine label is removed and the
+    client's distributions renormalised. TFF's values: alpha = 0.1, beta = 10. With no coarse
+    labels (``coarse_of=None``, e.g. CIFAR-10 in paper 004) every class is its own coarse
+    label and the allocation is a Dir(alpha) one-level Pachinko."""
+    labels = np.asarray(labels)
+    classes = list(np.unique(labels))
+    coarse_of = coarse_of or {c: c for c in classes}
+    coarse = sorted(set(coarse_of[c] for c in classes))
+    fines = {g: [c for c in classes if coarse_of[c] == g] for g in coarse}
+    if num_clients * examples_per_client > len(labels):
+        raise ValueError(f"{num_clients} x {examples_per_client} examples exceed the "
+                         f"{len(labels)} available")
+    rng = np.random.default_rng(seed)
+    pools = {c: list(rng.permutation(np.flatnonzero(labels == c))) for c in classes}
+    parts = []
+    for _ in range(num_clients):
+        p_coarse = dict(zip(coarse, rng.dirichlet(np.full(len(coarse), alpha))))
+        p_fine = {g: dict(zip(fines[g], rng.dirichlet(np.full(len(fines[g]), beta))))
+                  for g in coarse}
+        mine = []
+        while len(mine) < examples_per_client:
+            live = [g for g in coarse if any(pools[c] for c in fines[g])]
+            w = np.array([p_coarse[g] for g in live])
+            w = w / w.sum() if w.sum() > 0 else np.full(len(live), 1 / len(live))
+            g = live[rng.choice(len(live), p=w)]
+            live_f = [c for c in fines[g] if pools[c]]
+            wf = np.array([p_fine[g][c] for c in live_f])
+            wf = wf / wf.sum() if wf.sum() > 0 else np.full(len(live_f), 1 / len(live_f))
+            c = live_f[rng.choice(len(live_f), p=wf)]
+            mine.append(pools[c].pop())
+        parts.append(np.sort(np.asarray(mine, dtype=int)))
+    return parts
