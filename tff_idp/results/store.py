@@ -1,0 +1,82 @@
+"""Results folders, written atomically.
+
+A run writes into ``<dir>.partial/`` and renames it to ``<dir>/`` once everything is on disk,
+so a folder without the suffix is always complete; each file is itself written to a temporary
+name and moved into place.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable, List
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _jsonable(x):
+    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
+        return str(x)
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "item"):
+        return _jsonable(x.item())
+    return x
+
+
+def write_json(path: Path, obj) -> None:
+    _atomic_write(path, json.dumps(_jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+def write_csv(path: Path, rows: List[dict]) -> None:
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()))
+        writer.writeheader()
+        writer.writerows(rows)
+    _atomic_write(path, buf.getvalue())
+
+
+class RunFolder:
+    """``with RunFolder(path) as tmp:`` write into ``tmp``; on success it becomes ``path``."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+
+    def __enter__(self) -> Path:
+        if self.partial.exists():
+            shutil.rmtree(self.partial)
+        self.partial.mkdir(parents=True)
+        return self.partial
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            if self.path.exists():
+                shutil.rmtree(self.path)
+            os.replace(self.partial, self.path)
+        return False
+
+
+def is_complete(path: Path) -> bool:
+    return (Path(path) / "summary.json").is_file()
+
+
+def format_table(rows: Iterable[dict], columns: List[str]) -> str:
+    rows = list(rows)
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(out)
