@@ -104,31 +104,35 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             tensors = tf.nest.flatten(update)
             clip = tf.reduce_sum(group * state["clips"])
             clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
-            share = tf.reduce_sum(group * state["noise_stddevs"] /
-                                  tf.sqrt(tf.maximum(counts, 1.0)))
+            share = self._noise_share(group, state, counts)
             noise = dpmath.gaussian_noise_like(clipped, share, value.seed)
             noised = [c + n for c, n in zip(clipped, noise)]
             # place the update in its group's row: an [M, ...] tensor per weight tensor
             grouped = [tf.reshape(group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
                        for t in noised]
             stats = collections.OrderedDict(norm=norm, clipped=was_clipped)
-            return tf.nest.pack_sequence_as(update, grouped), stats
+            return (tf.nest.pack_sequence_as(update, grouped), stats,
+                    self._client_extra(value, noised))
 
-        grouped_type = client_step.type_signature.result[0]
+        grouped_type, _, extra_type = client_step.type_signature.result
 
-        @tff.tensorflow.computation(grouped_type, state_type, tff.TensorType(np.float32, [m]))
-        def server_step(group_sums, state, counts):
+        @tff.tensorflow.computation(grouped_type, extra_type, state_type,
+                                    tff.TensorType(np.float32, [m]))
+        def server_step(group_sums, extra_sum, state, counts):
             group_sums = _as_container(group_sums)
             sums = tf.nest.flatten(group_sums)
-            total = [tf.zeros_like(s[0]) for s in sums]
-            kept_fraction = []
+            means, kept_fraction = [], []
             for g in range(m):
                 kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
                 kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
                 denom = tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
                                  tf.maximum(counts[g], 1.0))
-                scale = tf.where(counts[g] > 0, state["weights"][g] / denom, 0.0)
-                total = [acc + scale * t for acc, t in zip(total, kept)]
+                means.append([tf.where(counts[g] > 0, t / denom, tf.zeros_like(t))
+                              for t in kept])
+            means = self._server_transform(means, extra_sum, counts)
+            total = [tf.zeros_like(s[0]) for s in sums]
+            for g in range(m):
+                total = [acc + state["weights"][g] * t for acc, t in zip(total, means[g])]
             return tf.nest.pack_sequence_as(group_sums, [tf.cast(t, s.dtype) for t, s in
                                                          zip(total, sums)]), tf.stack(kept_fraction)
 
@@ -148,17 +152,33 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                                    tff.FederatedType(value_type, tff.CLIENTS))
         def next_fn(state, value):
             counts = tff.federated_sum(tff.federated_map(group_of, value.group))
-            grouped, stats = tff.federated_map(
+            grouped, stats, extra = tff.federated_map(
                 client_step, (value, tff.federated_broadcast(state),
                               tff.federated_broadcast(counts)))
             group_sums = tff.federated_sum(grouped)
             stat_sums = tff.federated_sum(stats)
-            result, kept = tff.federated_map(server_step, (group_sums, state, counts))
+            extra_sum = tff.federated_sum(extra)
+            result, kept = tff.federated_map(server_step,
+                                             (group_sums, extra_sum, state, counts))
             measurements = tff.federated_map(measure, (kept, counts, state, stat_sums))
             return tff.templates.MeasuredProcessOutput(state=state, result=result,
                                                        measurements=measurements)
 
         return tff.templates.AggregationProcess(init_fn, next_fn)
+
+    # Hooks for variants (PFA); the defaults are GDPFed's Algorithm 1.
+
+    def _noise_share(self, group, state, counts):
+        """Per-client noise std: s_m / sqrt(k_m), so group m's sum carries N(0, s_m^2)."""
+        return tf.reduce_sum(group * state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
+
+    def _client_extra(self, value, noised):
+        """Anything else a client contributes to a sum (none here)."""
+        return tf.zeros([], tf.float32)
+
+    def _server_transform(self, group_means, extra_sum, counts):
+        """Post-processing of the per-group means before weighting (identity here)."""
+        return group_means
 
 
 def _as_container(value):

@@ -44,6 +44,8 @@ class MethodPlan:
     weights: List[float]              # per aggregation group: weight of the group mean
     keep_fractions: List[float]       # per aggregation group: k_m / d
     adaptive_clip: bool = False       # paper 004: TFF's adaptive clipping (Andrew et al.)
+    public_group: Optional[int] = None      # PFA: subspace from this group's clients ...
+    projected_group: Optional[int] = None   # ... and this group's mean projected onto it
 
     @property
     def num_aggregation_groups(self) -> int:
@@ -197,6 +199,19 @@ def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
                       adaptive_clip=True)
 
 
+def plan_pfa(setting: PrivacySetting, noise_multipliers=None, **_) -> MethodPlan:
+    """PFA in GDPFed's adaptation (003 App. B.2): rate q for all, sigma_m per budget as in
+    GDPFed; the highest-budget group is public (its clients' individually noised updates
+    define a rank-1 principal subspace), the lowest group's mean is projected onto it, the
+    middle group is kept as it is, and the reweighting of GDPFed combines them."""
+    m = len(setting.budgets)
+    if m < 2:
+        raise ValueError("PFA needs at least two privacy groups")
+    plan = _grouped_plan("pfa", setting, [setting.expected_rate] * m,
+                         noise_multipliers=noise_multipliers)
+    return dataclasses.replace(plan, public_group=m - 1, projected_group=0)
+
+
 PLANNERS = {
     "p_fedavg": plan_p_fedavg,
     "dp_fedavg": plan_dp_fedavg,
@@ -206,4 +221,5 @@ PLANNERS = {
     "idp_sample": plan_idp_sample,
     "idp_scale": plan_idp_scale,
     "idp_fedavg": plan_idp_fedavg,
+    "pfa": plan_pfa,
 }

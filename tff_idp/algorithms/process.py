@@ -7,7 +7,8 @@ factory (clip, noise, group sums, top-k, reweighting) -> theta^{t+1} = theta^t +
 
 ``next(state, client_data, client_info)``: ``client_data`` are the cohort's tf.data datasets
 of (x, y) batches, ``client_info`` per client an OrderedDict(group=float32[M] one-hot,
-seed=int32[2]). The methods differ only in the factory and in how the cohort is sampled.
+seed=int32[2], slot=int32: the client's row among the cohort's public clients for PFA, else
+-1). The methods differ only in the factory and in how the cohort is sampled.
 Factories with ``needs_client_info = True`` (ours) aggregate (update, group, seed); any other
 ``tff.aggregators.UnweightedAggregationFactory`` (e.g. TFF's adaptive-clipping
 ``DifferentiallyPrivateFactory``) aggregates the bare update.
@@ -44,12 +45,13 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     data_type = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
     info_type = tff.StructWithPythonType(
         [("group", tff.TensorType(np.float32, [num_groups])),
-         ("seed", tff.TensorType(np.int32, [2]))], collections.OrderedDict)
+         ("seed", tff.TensorType(np.int32, [2])), ("slot", tff.TensorType(np.int32))],
+        collections.OrderedDict)
     grouped = getattr(aggregation_factory, "needs_client_info", False)
     if grouped:   # our group-aware factories aggregate (update, group, seed)
         update_process = aggregation_factory.create(tff.StructType(
             [("update", weights_type), ("group", info_type["group"]),
-             ("seed", info_type["seed"])]))
+             ("seed", info_type["seed"]), ("slot", info_type["slot"])]))
     else:         # any stock TFF factory (e.g. DifferentiallyPrivateFactory) sees the update
         update_process = aggregation_factory.create(weights_type)
 
@@ -102,7 +104,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(weights_type, info_type)
     def pack(delta, info):
-        return collections.OrderedDict(update=delta, group=info["group"], seed=info["seed"])
+        return collections.OrderedDict(update=delta, group=info["group"], seed=info["seed"],
+                                       slot=info["slot"])
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from .. import models
-from ..aggregators import GroupGaussianFactory
+from ..aggregators import GroupGaussianFactory, PFAFactory
 from ..algorithms.process import build_group_dp_process
 from ..runtime import import_tff
 from ..sampling import sample_cohort
@@ -47,6 +47,9 @@ def make_factory(plan):
             noise_multiplier=float(plan.noise_multipliers[0]), clients_per_round=cohort,
             initial_l2_norm_clip=float(plan.clips[0]), target_unclipped_quantile=0.5,
             learning_rate=0.2, clipped_count_stddev=0.05 * cohort)
+    if plan.public_group is not None:
+        return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
+                          public_group=plan.public_group, projected_group=plan.projected_group)
     return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
                                 plan.weights, plan.keep_fractions)
 
@@ -90,14 +93,16 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
         for g, clients in enumerate(cohort):
             onehot = np.zeros(m_agg, np.float32)
             onehot[plan.aggregation_groups[g]] = 1.0
-            for c in clients:
+            public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
+            for j, c in enumerate(clients):
                 idx = exp.client_indices[c]
                 ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx]))
                 ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, c)).repeat()
                 datasets.append(ds.batch(cfg.batch_size, drop_remainder=True))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([_seed32(cfg.seed, method_index, rnd), c],
-                                                np.int32)))
+                                                np.int32),
+                    slot=np.int32(j if public else -1)))
                 ids.append(int(c))
         measurements = {}
         if datasets:
