@@ -37,6 +37,9 @@ class ExperimentConfig:
     lr_decay: float = 0.99
     momentum: float = 0.0
     local_steps: int = 5                      # tau mini-batch steps per round
+    local_epochs: Optional[int] = None        # if set: E passes over the client's data instead
+    client_optimizer: str = "sgd"             # "sgd" (momentum) or "adam" (paper 004)
+    server_lr: float = 1.0                    # theta += server_lr * aggregate
     batch_size: int = 10
     keep_fractions: List[float] = dataclasses.field(default_factory=lambda: [0.7, 0.8, 0.9])
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
@@ -130,6 +133,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     for key in ("local_lr", "batch_size", "local_steps", "eval_every"):
         if not getattr(cfg, key) > 0:
             _fail(key, getattr(cfg, key), "must be positive")
+    if cfg.local_epochs is not None and cfg.local_epochs < 1:
+        _fail("local_epochs", cfg.local_epochs, "must be >= 1")
+    if cfg.client_optimizer not in ("sgd", "adam"):
+        _fail("client_optimizer", cfg.client_optimizer, "must be 'sgd' or 'adam'")
+    if not cfg.server_lr > 0:
+        _fail("server_lr", cfg.server_lr, "must be positive")
     if not 0 < cfg.lr_decay <= 1:
         _fail("lr_decay", cfg.lr_decay, "must be in (0, 1]")
     if not 0 <= cfg.momentum < 1:

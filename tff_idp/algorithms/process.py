@@ -16,7 +16,7 @@ Factories with ``needs_client_info = True`` (ours) aggregate (update, group, see
 from __future__ import annotations
 
 import collections
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -37,8 +37,17 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            element_spec,
                            num_groups: int,
                            local_lr: float = 0.1, lr_decay: float = 0.99,
-                           momentum: float = 0.0, local_steps: int = 5):
-    """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets."""
+                           momentum: float = 0.0, local_steps: Optional[int] = 5,
+                           client_optimizer: str = "sgd", server_lr: float = 1.0):
+    """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets.
+
+    ``local_steps=None`` trains on the whole client dataset (the runner makes it finite, e.g.
+    E epochs). ``client_optimizer``: "sgd" (heavy-ball momentum; GDPFed) or "adam" (paper
+    004: Adam, beta = (0.9, 0.999), eps = 1e-7, fresh moments every round).
+    ``server_lr`` scales the aggregate: theta^{t+1} = theta^t + server_lr * aggregate."""
+    if client_optimizer not in ("sgd", "adam"):
+        raise ValueError(f"client_optimizer={client_optimizer!r} is not 'sgd' or 'adam'")
+    take = -1 if local_steps is None else local_steps
     weights_np = [np.asarray(w, np.float32) for w in initial_weights]
     weights_type = tff.StructWithPythonType(
         [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
@@ -77,23 +86,31 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         variables = model.trainable_variables
         for v, w in zip(variables, weights):
             v.assign(w)
-        velocity = tuple(tf.zeros_like(v) for v in variables)
+        slots = tuple((tf.zeros_like(v), tf.zeros_like(v)) for v in variables)
 
         def step(state, batch):
-            loss_sum, count, velocity = state
+            loss_sum, count, slots = state
             x, y = batch
             with tf.GradientTape() as tape:
                 loss = _loss(model(x, training=True), y)
             grads = tape.gradient(loss, variables)
-            new_velocity = []
-            for v, g, u in zip(variables, grads, velocity):
-                u = momentum * u + g                    # SGD with heavy-ball momentum
-                v.assign_sub(lr * u)
-                new_velocity.append(u)
-            return loss_sum + loss, count + 1.0, tuple(new_velocity)
+            new_slots = []
+            for v, g, (a, b) in zip(variables, grads, slots):
+                if client_optimizer == "sgd":
+                    a = momentum * a + g                # SGD with heavy-ball momentum
+                    v.assign_sub(lr * a)
+                else:                                   # Adam (Kingma & Ba, Alg. 1)
+                    t = count + 1.0
+                    a = 0.9 * a + 0.1 * g
+                    b = 0.999 * b + 0.001 * tf.square(g)
+                    a_hat = a / (1.0 - tf.pow(0.9, t))
+                    b_hat = b / (1.0 - tf.pow(0.999, t))
+                    v.assign_sub(lr * a_hat / (tf.sqrt(b_hat) + 1e-7))
+                new_slots.append((a, b))
+            return loss_sum + loss, count + 1.0, tuple(new_slots)
 
-        loss_sum, count, _ = dataset.take(local_steps).reduce(
-            (tf.constant(0.0), tf.constant(0.0), velocity), step)
+        loss_sum, count, _ = dataset.take(take).reduce(
+            (tf.constant(0.0), tf.constant(0.0), slots), step)
         delta = [tf.identity(v) - w for v, w in zip(variables, weights)]
         return delta, loss_sum / tf.maximum(count, 1.0)
 
@@ -109,7 +126,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):
-        new = [w + u for w, u in zip(weights, update)]   # Alg. 1 line 19 (server lr 1)
+        new = [w + server_lr * u for w, u in zip(weights, update)]   # Alg. 1 line 19
         return new, round_num + 1
 
     state_type = init_fn.type_signature.result

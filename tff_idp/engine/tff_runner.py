@@ -73,10 +73,14 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
     m_agg = plan.num_aggregation_groups
     factory = make_factory(plan)
     x, y = exp.data.x_train, exp.data.y_train
-    spec = (tf.TensorSpec([cfg.batch_size] + list(x.shape[1:]), tf.float32),
-            tf.TensorSpec([cfg.batch_size], tf.int32))
+    epochs = cfg.local_epochs
+    batch_dim = None if epochs else cfg.batch_size     # epochs keep the last partial batch
+    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), tf.float32),
+            tf.TensorSpec([batch_dim], tf.int32))
     process = build_group_dp_process(model_fn, w0, factory, spec, m_agg, cfg.local_lr,
-                                     cfg.lr_decay, cfg.momentum, cfg.local_steps)
+                                     cfg.lr_decay, cfg.momentum,
+                                     None if epochs else cfg.local_steps,
+                                     cfg.client_optimizer, cfg.server_lr)
     state = process.initialize()
     evaluator = model_fn()
     test_x, test_y = exp.data.x_test, exp.data.y_test
@@ -97,8 +101,12 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
             for j, c in enumerate(clients):
                 idx = exp.client_indices[c]
                 ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx]))
-                ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, c)).repeat()
-                datasets.append(ds.batch(cfg.batch_size, drop_remainder=True))
+                ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, c),
+                                reshuffle_each_iteration=True)
+                if epochs:
+                    datasets.append(ds.repeat(epochs).batch(cfg.batch_size))
+                else:
+                    datasets.append(ds.repeat().batch(cfg.batch_size, drop_remainder=True))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([_seed32(cfg.seed, method_index, rnd), c],
                                                 np.int32),
