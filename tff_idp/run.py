@@ -92,8 +92,8 @@ def _train_all(exp, args) -> int:
     out_root = Path(cfg.output_dir) / cfg.name
     summaries = []
     started = time.perf_counter()
-    for i, method in enumerate(cfg.methods):
-        rows, summary, ledger = run_method(exp, method, i, progress=not args.quiet)
+    for method in cfg.methods:
+        rows, summary, ledger = run_method(exp, method, progress=not args.quiet)
         folder = out_root / f"{method}-seed{cfg.seed}"
         with RunFolder(folder) as tmp:
             write_json(tmp / "config.json", dataclasses.asdict(cfg) | {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import time
+import zlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -64,9 +65,18 @@ def _aggregator_metric(measurements, key):
     return np.nan
 
 
-def run_method(exp: Experiment, method: str, method_index: int = 0,
-               progress: bool = True, on_round: Optional[Callable] = None):
-    """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger)."""
+def method_key(method: str) -> int:
+    """A stable number per method name: its random streams do not depend on where it sits
+    in the config's method list."""
+    return zlib.crc32(method.encode())
+
+
+def run_method(exp: Experiment, method: str, progress: bool = True,
+               on_round: Optional[Callable] = None):
+    """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
+
+    Random streams: cohort sampling from (seed, method), client noise from (seed, method,
+    round, client), client data order from (seed, round, client), initial model from seed."""
     cfg, plan = exp.cfg, exp.plans[method]
     model_fn = build_model_fn(exp)
     w0 = initial_weights(exp, model_fn)
@@ -84,7 +94,7 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
     state = process.initialize()
     evaluator = model_fn()
     test_x, test_y = exp.data.x_test, exp.data.y_test
-    rng = np.random.default_rng([cfg.seed, method_index])
+    rng = np.random.default_rng([cfg.seed, method_key(method)])
     members = exp.group_members
     ledger = exp.new_ledger()
     rows = []
@@ -108,7 +118,7 @@ def run_method(exp: Experiment, method: str, method_index: int = 0,
                 else:
                     datasets.append(ds.repeat().batch(cfg.batch_size, drop_remainder=True))
                 infos.append(collections.OrderedDict(
-                    group=onehot, seed=np.array([_seed32(cfg.seed, method_index, rnd), c],
+                    group=onehot, seed=np.array([_seed32(cfg.seed, method_key(method), rnd), c],
                                                 np.int32),
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
