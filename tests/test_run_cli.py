@@ -29,6 +29,8 @@ BAD = [
     (["missing.toml"], "config='missing.toml': no such file"),
     (["bad.toml"], "config='bad.toml': malformed TOML"),
     (["--set", "noise_multipliers=[0.3, 0.3, 0.3]"], "exceeds its budget"),
+    (["--set", "dataset=\"cifar10\"", "--set", "data_dir=\"empty\""],
+     "dataset='cifar10': not prepared in empty"),
 ]
 
 

@@ -25,6 +25,8 @@ class ExperimentConfig:
     methods: List[str] = dataclasses.field(   # run one after another, compared in the summary
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
+    data_dir: str = "datasets/tfds"           # TFDS directory for the real image sets
+    allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n, IID partition of the training set
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
@@ -86,6 +88,10 @@ def _coerce(key, value):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _fail(key, value, "must be a number")
         return float(value)
+    if typ is bool or str(typ) == "bool":
+        if not isinstance(value, bool):
+            _fail(key, value, "must be true or false")
+        return value
     if "int" in str(typ):
         if isinstance(value, bool) or not isinstance(value, int):
             _fail(key, value, "must be an integer")

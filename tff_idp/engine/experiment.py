@@ -10,7 +10,7 @@ import numpy as np
 
 from ..algorithms.plan import PLANNERS, MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig
-from ..data import ArrayData, assign_groups, iid_partition, load
+from ..data import ArrayData, DataUnavailableError, assign_groups, iid_partition, load
 from ..privacy import BudgetExceededError, PrivacyLedger, gdpfed
 
 
@@ -52,7 +52,10 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
 
 def prepare(cfg: ExperimentConfig) -> Experiment:
     """Load data, partition, plan every method and check every plan against the budgets."""
-    data = load(cfg.dataset, cfg.seed)
+    try:
+        data = load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download)
+    except DataUnavailableError as e:
+        raise ConfigError(str(e)) from e
     if cfg.num_clients > len(data.y_train):
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")

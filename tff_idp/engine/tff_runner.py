@@ -30,8 +30,10 @@ def _seed32(*parts) -> int:
 
 def build_model_fn(exp: Experiment) -> Callable[[], tf.keras.Model]:
     d = exp.data
-    input_dim = int(np.prod(d.x_train.shape[1:]))
-    return lambda: models.build(exp.cfg.model, input_dim=input_dim, num_classes=d.num_classes)
+    shape = tuple(d.x_train.shape[1:])
+    input_dim = int(np.prod(shape))
+    return lambda: models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
+                                num_classes=d.num_classes)
 
 
 def initial_weights(exp: Experiment, model_fn):
