@@ -80,12 +80,10 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                             f"{value_type}") from e
         if group_type.shape != (m,):
             raise TypeError(f"group must be float32[{m}] one-hot, got {group_type}")
-        params = self._params
 
         @tff.tensorflow.computation
         def initial_state():
-            return collections.OrderedDict(
-                (k, tf.constant(v, dtype=tf.float32)) for k, v in params.items())
+            return self.initial_state_tensors()
 
         state_type = initial_state.type_signature.result
 
@@ -99,16 +97,11 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
         @tff.tensorflow.computation(value_type, state_type, tff.TensorType(np.float32, [m]))
         def client_step(value, state, counts):
-            group = value.group
             update = _as_container(value.update)
-            tensors = tf.nest.flatten(update)
-            clip = tf.reduce_sum(group * state["clips"])
-            clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
-            share = self._noise_share(group, state, counts)
-            noise = dpmath.gaussian_noise_like(clipped, share, value.seed)
-            noised = [c + n for c, n in zip(clipped, noise)]
+            noised, norm, was_clipped = self.client_math(
+                tf.nest.flatten(update), value.group, value.seed, state, counts)
             # place the update in its group's row: an [M, ...] tensor per weight tensor
-            grouped = [tf.reshape(group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
+            grouped = [tf.reshape(value.group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
                        for t in noised]
             stats = collections.OrderedDict(norm=norm, clipped=was_clipped)
             return (tf.nest.pack_sequence_as(update, grouped), stats,
@@ -121,20 +114,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         def server_step(group_sums, extra_sum, state, counts):
             group_sums = _as_container(group_sums)
             sums = tf.nest.flatten(group_sums)
-            means, kept_fraction = [], []
-            for g in range(m):
-                kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
-                kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
-                denom = tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
-                                 tf.maximum(counts[g], 1.0))
-                means.append([tf.where(counts[g] > 0, t / denom, tf.zeros_like(t))
-                              for t in kept])
-            means = self._server_transform(means, extra_sum, counts)
-            total = [tf.zeros_like(s[0]) for s in sums]
-            for g in range(m):
-                total = [acc + state["weights"][g] * t for acc, t in zip(total, means[g])]
-            return tf.nest.pack_sequence_as(group_sums, [tf.cast(t, s.dtype) for t, s in
-                                                         zip(total, sums)]), tf.stack(kept_fraction)
+            total, kept_fraction = self.server_math(sums, extra_sum, state, counts)
+            return tf.nest.pack_sequence_as(group_sums, total), kept_fraction
 
         @tff.tensorflow.computation(server_step.type_signature.result[1],
                                     tff.TensorType(np.float32, [m]), state_type,
@@ -165,6 +146,40 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                                                        measurements=measurements)
 
         return tff.templates.AggregationProcess(init_fn, next_fn)
+
+    # The arithmetic of a round, on plain tensors: the TFF computations above and the fast
+    # runner (tff_idp.engine.fast_runner) both call these, so there is one implementation.
+
+    def initial_state_tensors(self):
+        return collections.OrderedDict((k, tf.constant(v, tf.float32))
+                                       for k, v in self._params.items())
+
+    def client_math(self, tensors, group, seed, state, counts):
+        """Clip to C_m (Alg. 1 line 12), add this client's share of the group noise
+        (line 13). Returns (noised tensors, pre-clip norm, clipped indicator)."""
+        clip = tf.reduce_sum(group * state["clips"])
+        clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
+        share = self._noise_share(group, state, counts)
+        noise = dpmath.gaussian_noise_like(clipped, share, seed)
+        return [c + n for c, n in zip(clipped, noise)], norm, was_clipped
+
+    def server_math(self, sums, extra_sum, state, counts):
+        """From per-group sums ([M, ...] per tensor) to the model update: Top_k per group
+        (line 17), group means over r_m, post-processing hook, weighted combination
+        (line 19). Returns (update tensors, kept fraction per group)."""
+        m = self.num_groups
+        means, kept_fraction = [], []
+        for g in range(m):
+            kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
+            kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
+            denom = tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
+                             tf.maximum(counts[g], 1.0))
+            means.append([tf.where(counts[g] > 0, t / denom, tf.zeros_like(t)) for t in kept])
+        means = self._server_transform(means, extra_sum, counts)
+        total = [tf.zeros_like(s[0]) for s in sums]
+        for g in range(m):
+            total = [acc + state["weights"][g] * t for acc, t in zip(total, means[g])]
+        return [tf.cast(t, s.dtype) for t, s in zip(total, sums)], tf.stack(kept_fraction)
 
     # Hooks for variants (PFA); the defaults are GDPFed's Algorithm 1.
 
