@@ -50,6 +50,8 @@ class ExperimentConfig:
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
     rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus)
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
+    backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
+    device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     seed: int = 0
     eval_every: int = 1
     output_dir: str = "results"
@@ -157,6 +159,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("accountant", cfg.accountant, "must be 'rdp' or 'pld'")
     if cfg.group_weighting not in ("paper", "normalized"):
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
+    if cfg.backend not in ("tff", "fast"):
+        _fail("backend", cfg.backend, "must be 'tff' or 'fast'")
+    if cfg.device not in ("auto", "cpu", "gpu"):
+        _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
     if cfg.sampling == "fixed" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:

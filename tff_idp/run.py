@@ -41,6 +41,9 @@ def parse_args(argv):
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"],
+                   help="override the config's device (fast backend)")
     return p.parse_args(argv)
 
 
@@ -71,7 +74,9 @@ def summary_rows(summaries):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = config_mod.load(args.config, args.overrides)
+        extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
+                 if v is not None]
+        cfg = config_mod.load(args.config, args.overrides + extra)
         from .engine.experiment import prepare
         exp = prepare(cfg)
     except ConfigError as e:
@@ -80,13 +85,31 @@ def main(argv=None) -> int:
 
     from .runtime import close_tff
     try:
-        return _train_all(exp, args)
+        from .engine.backends import UnsupportedByBackend
+        device = _device(cfg.device)
+        import tensorflow as tf
+        with tf.device(device):
+            return _train_all(exp, args)
+    except (ConfigError, UnsupportedByBackend) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     finally:
         close_tff()
 
 
+def _device(choice: str):
+    """'gpu' needs a GPU TensorFlow can see (one-line error otherwise); 'auto' leaves
+    placement to TensorFlow (a GPU when present)."""
+    if choice == "auto":
+        return None
+    import tensorflow as tf
+    if choice == "gpu" and not tf.config.list_physical_devices("GPU"):
+        raise ConfigError("device='gpu': TensorFlow sees no GPU on this machine")
+    return "/GPU:0" if choice == "gpu" else "/CPU:0"
+
+
 def _train_all(exp, args) -> int:
-    from .engine.tff_runner import run_method
+    from .engine.loop import run_method
     from .results import RunFolder, format_table, write_csv, write_json
     cfg = exp.cfg
     out_root = Path(cfg.output_dir) / cfg.name

@@ -22,13 +22,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
+from .client_work import make_client_train
 
 tff = import_tff()
-
-
-def _loss(logits, labels):
-    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        labels, logits, from_logits=True))
 
 
 def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
@@ -45,9 +41,6 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     E epochs). ``client_optimizer``: "sgd" (heavy-ball momentum; GDPFed) or "adam" (paper
     004: Adam, beta = (0.9, 0.999), eps = 1e-7, fresh moments every round).
     ``server_lr`` scales the aggregate: theta^{t+1} = theta^t + server_lr * aggregate."""
-    if client_optimizer not in ("sgd", "adam"):
-        raise ValueError(f"client_optimizer={client_optimizer!r} is not 'sgd' or 'adam'")
-    take = -1 if local_steps is None else local_steps
     weights_np = [np.asarray(w, np.float32) for w in initial_weights]
     weights_type = tff.StructWithPythonType(
         [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
@@ -80,39 +73,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         return tf.constant(local_lr, tf.float32) * tf.pow(
             tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    def train_on_client(model, weights, dataset, lr):
-        # A tf.function, so that TF orders the variable writes and reads (TFF's graphs have
-        # no automatic control dependencies of their own).
-        variables = model.trainable_variables
-        for v, w in zip(variables, weights):
-            v.assign(w)
-        slots = tuple((tf.zeros_like(v), tf.zeros_like(v)) for v in variables)
-
-        def step(state, batch):
-            loss_sum, count, slots = state
-            x, y = batch
-            with tf.GradientTape() as tape:
-                loss = _loss(model(x, training=True), y)
-            grads = tape.gradient(loss, variables)
-            new_slots = []
-            for v, g, (a, b) in zip(variables, grads, slots):
-                if client_optimizer == "sgd":
-                    a = momentum * a + g                # SGD with heavy-ball momentum
-                    v.assign_sub(lr * a)
-                else:                                   # Adam (Kingma & Ba, Alg. 1)
-                    t = count + 1.0
-                    a = 0.9 * a + 0.1 * g
-                    b = 0.999 * b + 0.001 * tf.square(g)
-                    a_hat = a / (1.0 - tf.pow(0.9, t))
-                    b_hat = b / (1.0 - tf.pow(0.999, t))
-                    v.assign_sub(lr * a_hat / (tf.sqrt(b_hat) + 1e-7))
-                new_slots.append((a, b))
-            return loss_sum + loss, count + 1.0, tuple(new_slots)
-
-        loss_sum, count, _ = dataset.take(take).reduce(
-            (tf.constant(0.0), tf.constant(0.0), slots), step)
-        delta = [tf.identity(v) - w for v, w in zip(variables, weights)]
-        return delta, loss_sum / tf.maximum(count, 1.0)
+    train_on_client = make_client_train(local_steps, client_optimizer, momentum)
 
     @tff.tensorflow.computation(weights_type, data_type, np.float32)
     def client_train(weights, dataset, lr):

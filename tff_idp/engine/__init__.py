@@ -1,1 +1,1 @@
-"""Round loops. ``experiment`` prepares (no TF); ``tff_runner`` trains through TFF."""
+"""Round loops. ``experiment`` prepares (no TF); ``loop`` runs rounds on a backend (``backends``)."""

@@ -1,9 +1,9 @@
-"""The TFF runner: one method of an :class:`Experiment` through TFF's runtime, round by round.
+"""The round loop: one method of an :class:`Experiment`, round by round, on a backend.
 
 Per round: sample the cohort per group (``tff_idp.sampling``), build each sampled client's
 tf.data dataset (shuffled with a per-(seed, round, client) seed, repeated, ``batch_size``
-batches), call the process, evaluate the new global model on the held-out test set, record the
-round in the privacy ledger.
+batches), let the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round,
+evaluate the new global model on the held-out test set, record the round in the ledger.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from .. import models
 from ..aggregators import GroupGaussianFactory, PFAFactory
-from ..algorithms.process import build_group_dp_process
+from .backends import BACKENDS
 from ..runtime import import_tff
 from ..sampling import sample_cohort
 from .experiment import Experiment, plan_summary
@@ -57,16 +57,6 @@ def make_factory(plan):
                                 plan.weights, plan.keep_fractions)
 
 
-def _aggregator_metric(measurements, key):
-    """A scalar from our factory's measurements, or from TFF's DP factory's."""
-    agg = measurements.get("aggregator", {}) if measurements else {}
-    if key in agg:
-        return float(agg[key])
-    if key == "clip" and "dp_query_metrics" in agg:
-        return float(agg["dp_query_metrics"].get("clip", np.nan))
-    return np.nan
-
-
 def method_key(method: str) -> int:
     """A stable number per method name: its random streams do not depend on where it sits
     in the config's method list."""
@@ -74,7 +64,7 @@ def method_key(method: str) -> int:
 
 
 def run_method(exp: Experiment, method: str, progress: bool = True,
-               on_round: Optional[Callable] = None):
+               on_round: Optional[Callable] = None, backend: Optional[str] = None):
     """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
@@ -89,11 +79,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     batch_dim = None if epochs else cfg.batch_size     # epochs keep the last partial batch
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), tf.float32),
             tf.TensorSpec([batch_dim], tf.int32))
-    process = build_group_dp_process(model_fn, w0, factory, spec, m_agg, cfg.local_lr,
-                                     cfg.lr_decay, cfg.momentum,
-                                     None if epochs else cfg.local_steps,
-                                     cfg.client_optimizer, cfg.server_lr)
-    state = process.initialize()
+    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec)
     evaluator = model_fn()
     test_x, test_y = exp.data.x_test, exp.data.y_test
     rng = np.random.default_rng([cfg.seed, method_key(method)])
@@ -124,21 +110,16 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
                                                 np.int32),
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
-        measurements = {}
-        if datasets:
-            state, metrics = process.next(state, datasets, infos)
-            measurements = metrics
+        measurements = runner.step(datasets, infos, rnd) if datasets else {}
         ledger.record_round(plan.round_mechanisms(), ids)
         seconds = time.perf_counter() - t0
         row = {"round": rnd + 1, "cohort": len(ids),
                "cohort_per_group": "/".join(str(len(c)) for c in cohort),
-               "train_loss": float(measurements.get("train_loss", np.nan)),
-               "clipped_fraction": _aggregator_metric(measurements, "clipped_fraction"),
-               "mean_update_norm": _aggregator_metric(measurements, "mean_update_norm"),
-               "adaptive_clip": _aggregator_metric(measurements, "clip"),
+               **{k: measurements.get(k, np.nan) for k in
+                  ("train_loss", "clipped_fraction", "mean_update_norm", "adaptive_clip")},
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
-            evaluator.set_weights(list(state["weights"]))
+            evaluator.set_weights(runner.weights)
             logits = evaluator(test_x, training=False)
             loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
                 test_y, logits, from_logits=True))
@@ -152,6 +133,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     secs = [r["seconds"] for r in rows]
     summary = {
         "method": method,
+        "backend": runner.name,
         "final_test_accuracy": rows[-1]["test_accuracy"],
         "final_test_loss": rows[-1]["test_loss"],
         "rounds": cfg.rounds,

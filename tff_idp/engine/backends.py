@@ -1,0 +1,118 @@
+"""The two ways to run a round, behind one interface: ``step(datasets, infos, lr) -> metrics``
+and ``weights``.
+
+``TFFBackend``: the TFF iterative process (reference semantics; TFF's C++ worker runs it on
+the CPU, one client at a time). ``FastBackend``: the same client work
+(``algorithms.client_work``) and the same clip/noise/top-k/reweighting arithmetic
+(``GroupGaussianFactory.client_math`` / ``server_math``) inside one ``tf.function`` over the
+whole cohort, on whatever device TensorFlow is given (a GPU when there is one). The cohort
+is processed in chunks of ``chunk_size`` clients to bound memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from ..algorithms.client_work import ClientTrainer
+from ..algorithms.process import build_group_dp_process
+
+
+class UnsupportedByBackend(ValueError):
+    """The method or setting is not implemented by this backend (never a silent fallback)."""
+
+
+def _agg_metric(agg, key):
+    if key in agg:
+        return float(agg[key])
+    if key == "clip" and "dp_query_metrics" in agg:
+        return float(agg["dp_query_metrics"].get("clip", np.nan))
+    return np.nan
+
+
+class TFFBackend:
+    name = "tff"
+
+    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec):
+        self.process = build_group_dp_process(
+            model_fn, w0, factory, element_spec, plan.num_aggregation_groups, cfg.local_lr,
+            cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
+            cfg.client_optimizer, cfg.server_lr)
+        self.state = self.process.initialize()
+
+    @property
+    def weights(self):
+        return list(self.state["weights"])
+
+    def step(self, datasets, infos, rnd):
+        self.state, metrics = self.process.next(self.state, datasets, infos)
+        agg = metrics.get("aggregator", {})
+        return {"train_loss": float(metrics["train_loss"]),
+                "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
+                "mean_update_norm": _agg_metric(agg, "mean_update_norm"),
+                "adaptive_clip": _agg_metric(agg, "clip")}
+
+
+class FastBackend:
+    name = "fast"
+
+    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, chunk_size=64):
+        if plan.adaptive_clip:
+            raise UnsupportedByBackend(f"methods={plan.method!r}: adaptive clipping is not "
+                                       "supported by backend='fast' yet; use backend='tff'")
+        if plan.public_group is not None:
+            raise UnsupportedByBackend(f"methods={plan.method!r}: PFA is not supported by "
+                                       "backend='fast' yet; use backend='tff'")
+        if cfg.local_epochs:
+            raise UnsupportedByBackend(f"local_epochs={cfg.local_epochs}: backend='fast' "
+                                       "runs local_steps only; use backend='tff'")
+        self.cfg, self.factory = cfg, factory
+        self.m = plan.num_aggregation_groups
+        self.steps, self.chunk = cfg.local_steps, chunk_size
+        self.model = model_fn()
+        self.state = factory.initial_state_tensors()
+        self._weights = [tf.constant(w, tf.float32) for w in w0]
+        self.trainer = ClientTrainer(cfg.local_steps, cfg.client_optimizer, cfg.momentum)
+        self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
+
+    @property
+    def weights(self):
+        return [w.numpy() for w in self._weights]
+
+    def _chunk_sums(self, weights, xs, ys, groups, seeds, counts, lr):
+        """Per-group sums of the noised, clipped updates of a chunk of clients."""
+        m = self.m
+        sums = [tf.zeros([m] + w.shape.as_list()) for w in weights]
+        stats = tf.zeros([3])
+        for k in tf.range(tf.shape(xs)[0]):
+            delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr)
+            noised, norm, clipped = self.factory.client_math(delta, groups[k], seeds[k],
+                                                             self.state, counts)
+            sums = [acc + tf.reshape(groups[k], [m] + [1] * len(n.shape)) * n[None]
+                    for acc, n in zip(sums, noised)]
+            stats = stats + tf.stack([norm, clipped, loss])
+        return sums, stats
+
+    def step(self, datasets, infos, rnd):
+        batches = [list(ds.take(self.steps).as_numpy_iterator()) for ds in datasets]
+        xs = np.stack([np.stack([b[0] for b in cb]) for cb in batches])
+        ys = np.stack([np.stack([b[1] for b in cb]) for cb in batches])
+        groups = np.stack([i["group"] for i in infos]).astype(np.float32)
+        seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
+        counts = tf.constant(groups.sum(0), tf.float32)
+        lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
+        sums, stats = None, tf.zeros([3])
+        for a in range(0, len(datasets), self.chunk):
+            part, s = self._chunk_fn(self._weights, xs[a:a + self.chunk], ys[a:a + self.chunk],
+                                     groups[a:a + self.chunk], seeds[a:a + self.chunk],
+                                     counts, lr)
+            sums = part if sums is None else [x + y for x, y in zip(sums, part)]
+            stats += s
+        update, _ = self.factory.server_math(sums, tf.zeros([]), self.state, counts)
+        self._weights = [w + self.cfg.server_lr * u for w, u in zip(self._weights, update)]
+        n = float(len(datasets))
+        norm, clipped, loss = (stats / n).numpy()
+        return {"train_loss": float(loss), "clipped_fraction": float(clipped),
+                "mean_update_norm": float(norm), "adaptive_clip": np.nan}
+
+
+BACKENDS = {"tff": TFFBackend, "fast": FastBackend}
