@@ -1,0 +1,150 @@
+"""python -m tff_idp.bench: seconds per round of stock TFF, our TFF backend, our fast backend
+and the compute ceiling, on one configuration, in one process.
+
+Default: GDPFed's FMNIST setting (2-layer CNN of 582k parameters, 120 clients per round,
+5 local steps, batch 10) on synthetic 28x28x1 inputs. Each runner gets ``--warmup`` rounds,
+then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
+example-steps as plain TF training steps at batch ``clients * batch``. Prints a table, writes
+JSON (seconds per round, ratios, peak memory).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _timed(fn, warmup, rounds):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), times
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tff_idp.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="cnn2")
+    p.add_argument("--clients", type=int, default=120)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--batch", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--only", default="stock,tff,fast,ceiling",
+                   help="comma list of runners to time")
+    p.add_argument("--out", default="results/bench.json")
+    args = p.parse_args(argv)
+    only = set(args.only.split(","))
+    if not only <= {"stock", "tff", "fast", "ceiling"}:
+        print(f"error: --only={args.only!r}: runners are stock, tff, fast, ceiling", file=sys.stderr)
+        return 2
+    from .runtime import close_tff, import_tff
+    try:
+        return _bench(args, only, import_tff())
+    finally:
+        close_tff()
+
+
+def _bench(args, only, tff):
+    import tensorflow as tf
+    from . import config, models
+    from .aggregators import GroupGaussianFactory
+    from .engine.backends import FastBackend, TFFBackend
+    shape = (28, 28, 1) if args.model == "cnn2" else (32, 32, 3)
+    k, steps, b = args.clients, args.steps, args.batch
+    rng = np.random.default_rng(0)
+    xs = rng.random((k, steps * b) + shape, dtype=np.float32)
+    ys = rng.integers(0, 10, (k, steps * b)).astype(np.int32)
+    model_fn = lambda: models.build(args.model, input_shape=shape)
+    tf.keras.utils.set_random_seed(0)
+    w0 = model_fn().get_weights()
+    spec = (tf.TensorSpec((b,) + shape, tf.float32), tf.TensorSpec((b,), tf.int32))
+    datasets = [tf.data.Dataset.from_tensor_slices((xs[i], ys[i])).batch(b, drop_remainder=True)
+                for i in range(k)]
+    infos = [collections.OrderedDict(group=np.ones(1, np.float32),
+                                     seed=np.array([0, i], np.int32), slot=np.int32(-1))
+             for i in range(k)]
+    cfg = config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0"])
+    results = {}
+
+    if "stock" in only:
+        def tff_model():
+            return tff.learning.models.from_keras_model(
+                model_fn(), loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                input_spec=spec)
+        agg = tff.aggregators.DifferentiallyPrivateFactory.gaussian_fixed(
+            noise_multiplier=1.0, clients_per_round=float(k), clip=1.0)
+        stock = tff.learning.algorithms.build_unweighted_fed_avg(
+            tff_model, client_optimizer_fn=tff.learning.optimizers.build_sgdm(0.1),
+            server_optimizer_fn=tff.learning.optimizers.build_sgdm(1.0), model_aggregator=agg)
+        state = [stock.initialize()]
+        results["stock_tff"] = _timed(
+            lambda: state.__setitem__(0, stock.next(state[0], datasets).state),
+            args.warmup, args.rounds)
+
+    from .algorithms.plan import PLANNERS, PrivacySetting
+    setting = PrivacySetting([1.0], [k], 1e-5, 10, 1.0, 1.0)
+    plan = PLANNERS["dp_fedavg"](setting, noise_multiplier=1.0)
+    factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0])
+    for name, cls in (("tff", TFFBackend), ("fast", FastBackend)):
+        if name in only:
+            runner = cls(cfg, plan, model_fn, w0, factory, spec)
+            results[f"ours_{name}"] = _timed(lambda: runner.step(datasets, infos, 0),
+                                             args.warmup, args.rounds)
+
+    if "ceiling" in only:
+        model = model_fn()
+        opt = tf.keras.optimizers.SGD(0.1)
+        big_x = xs.reshape((k * steps, b) + shape).reshape((steps, k * b) + shape)
+        big_y = ys.reshape(steps, k * b)
+
+        @tf.function
+        def one_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+                    y, model(x, training=True), from_logits=True))
+            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                    model.trainable_variables))
+
+        def ceiling_round():
+            for s in range(steps):
+                one_step(big_x[s], big_y[s])
+        results["ceiling"] = _timed(ceiling_round, args.warmup, args.rounds)
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
+           "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
+           "example_steps_per_round": k * steps * b}
+    sec = out["seconds_per_round"]
+    if "stock_tff" in sec:
+        out["speedup_vs_stock"] = {n: sec["stock_tff"] / s for n, s in sec.items()}
+    if "ceiling" in sec:
+        out["x_ceiling"] = {n: s / sec["ceiling"] for n, s in sec.items()}
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"{args.model}: {k} clients x {steps} steps x batch {b} per round "
+          f"(median of {args.rounds} after {args.warmup} warm-up)")
+    for n, s in sec.items():
+        extra = []
+        if "speedup_vs_stock" in out:
+            extra.append(f"{out['speedup_vs_stock'][n]:.2f}x faster than stock")
+        if "x_ceiling" in out:
+            extra.append(f"{out['x_ceiling'][n]:.2f}x the ceiling")
+        print(f"  {n:<10} {s:8.3f} s/round  " + ", ".join(extra))
+    print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
