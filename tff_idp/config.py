@@ -22,27 +22,32 @@ class ConfigError(ValueError):
 class ExperimentConfig:
     """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
     name: str = "digits-default"              # results go to <output_dir>/<name>/
-    methods: List[str] = dataclasses.field(   # run one after another, compared in the summary
+    # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
+    # idp_sample idp_scale idp_fedavg pfa
+    methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
     data_dir: str = "datasets/tfds"           # TFDS directory for the real image sets
     allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n, IID partition of the training set
+    # fraction of clients in each privacy group (sums to 1)
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
+    # epsilon budget of each group, strictest first
     budgets: List[float] = dataclasses.field(default_factory=lambda: [0.5, 1.5, 3.0])
     delta: Optional[float] = None             # default 1 / n^1.1
     rounds: int = 40                          # T
     expected_rate: float = 0.1                # q: expected cohort q n per round
     clip: float = 1.0                         # C
     local_lr: float = 0.1                     # eta, decayed by lr_decay every round
-    lr_decay: float = 0.99
-    momentum: float = 0.0
+    lr_decay: float = 0.99                    # eta_t = local_lr * lr_decay^t
+    momentum: float = 0.0                     # heavy-ball momentum of client SGD
     local_steps: int = 5                      # tau mini-batch steps per round
     local_epochs: Optional[int] = None        # if set: E passes over the client's data instead
     client_optimizer: str = "sgd"             # "sgd" (momentum) or "adam" (paper 004)
     server_lr: float = 1.0                    # theta += server_lr * aggregate
-    batch_size: int = 10
+    batch_size: int = 10                      # client mini-batch size
+    # Top_k kept fraction k_m/d per group (GDPFed+)
     keep_fractions: List[float] = dataclasses.field(default_factory=lambda: [0.7, 0.8, 0.9])
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
     accountant: str = "rdp"                   # "rdp" or "pld"

@@ -25,10 +25,12 @@ def _key_help() -> str:
     src = inspect.getsource(ExperimentConfig)
     for f in dataclasses.fields(ExperimentConfig):
         m = re.search(rf"^\s+{f.name}:.*?#\s*(.*)$", src, re.M)
+        above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
+        doc = m.group(1) if m else (" ".join(l.strip().lstrip("# ").strip() for l in
+                                              above.group(1).splitlines()) if above else "")
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if isinstance(default, list):
             default = [round(v, 4) if isinstance(v, float) else v for v in default]
-        doc = m.group(1) if m else ""
         lines.append(f"  {f.name:<22} default {default!r}. {doc}")
     return "\n".join(lines)
 
