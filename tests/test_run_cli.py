@@ -24,6 +24,8 @@ BAD = [
     (["--set", "budgets=[0.0, 1.5, 3.0]"], "budgets="),
     (["--set", "budgets=[-1.0, 1.5, 3.0]"], "budgets="),
     (["--set", "group_ratios=[0.5, 0.3, 0.3]"], "group_ratios="),
+    (["--set", "group_ratios=[0.5, 0.5]"], "needs 3 entries, one per budget"),
+    (["--set", "backend=\"gpu\""], "backend='gpu'"),
     (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
     (["--set", "rounds"], "--set='rounds'"),
     (["missing.toml"], "config='missing.toml': no such file"),
