@@ -30,7 +30,11 @@ class ExperimentConfig:
     data_dir: str = "datasets/tfds"           # TFDS directory for the real image sets
     allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
-    num_clients: int = 500                    # n, IID partition of the training set
+    num_clients: int = 500                    # n: clients the training set is split into
+    partition: str = "iid"                    # "iid", "dirichlet", "pachinko" or "classes"
+    # dirichlet: concentration lambda; classes: classes per client s; pachinko: alpha
+    # (TFF's 0.1; beta = 10); unused for iid
+    partition_param: Optional[float] = None
     # fraction of clients in each privacy group (sums to 1)
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
     # epsilon budget of each group, strictest first
@@ -122,6 +126,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
     if cfg.num_clients < 1:
         _fail("num_clients", cfg.num_clients, "must be >= 1")
+    if cfg.partition not in ("iid", "dirichlet", "pachinko", "classes"):
+        _fail("partition", cfg.partition, "must be 'iid', 'dirichlet', 'pachinko' or 'classes'")
+    if cfg.partition in ("dirichlet", "classes") and not (cfg.partition_param or 0) > 0:
+        _fail("partition_param", cfg.partition_param,
+              f"partition={cfg.partition!r} needs a positive partition_param")
     if not cfg.budgets:
         _fail("budgets", cfg.budgets, "needs one epsilon per group")
     for e in cfg.budgets:

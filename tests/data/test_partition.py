@@ -67,3 +67,33 @@ def test_assign_groups(ratios):
     assert counts.sum() == 600
     assert np.all(np.abs(counts - np.asarray(ratios) * 600) <= 1)
     assert np.array_equal(g, data.assign_groups(600, ratios, seed=2))
+
+
+@pytest.mark.parametrize("overrides,check", [
+    (["partition=\"dirichlet\"", "partition_param=0.3", "num_clients=50"], "skewed"),
+    (["partition=\"classes\"", "partition_param=2", "num_clients=50"], 2),
+    (["partition=\"pachinko\"", "num_clients=50"], "skewed"),
+    (["partition=\"iid\"", "num_clients=50"], "mixed"),
+])
+def test_configs_choose_the_partition(overrides, check):
+    from tff_idp import config
+    from tff_idp.engine.experiment import prepare
+    exp = prepare(config.load(None, overrides + ["methods=[\"p_fedavg\"]"]))
+    parts = exp.client_indices
+    assert len(parts) == 50
+    _disjoint(parts)
+    if isinstance(check, int):
+        assert all(len(np.unique(LABELS[p])) == check for p in parts)
+    elif check == "skewed":
+        assert _label_entropy(parts) < 0.75 * np.log(10)
+    else:
+        assert _label_entropy(parts) > 0.85 * np.log(10)
+
+
+def test_partition_errors_are_config_errors():
+    from tff_idp import config
+    from tff_idp.engine.experiment import prepare
+    with pytest.raises(config.ConfigError, match="partition_param"):
+        config.load(None, ["partition=\"dirichlet\""])
+    with pytest.raises(config.ConfigError, match="partition='dirichlet'"):
+        prepare(config.load(None, ["partition=\"dirichlet\"", "partition_param=0.01"]))

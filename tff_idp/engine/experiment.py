@@ -10,7 +10,8 @@ import numpy as np
 
 from ..algorithms.plan import PLANNERS, MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig
-from ..data import ArrayData, DataUnavailableError, assign_groups, iid_partition, load
+from ..data import (ArrayData, DataUnavailableError, assign_groups, classes_per_client,
+                    dirichlet_label_skew, iid_partition, load, pachinko)
 from ..privacy import BudgetExceededError, PrivacyLedger, gdpfed
 
 
@@ -50,6 +51,21 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
         raise ConfigError(f"methods={method!r}: cannot plan it ({e})") from e
 
 
+def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray]:
+    """Training-example ids per client, by ``cfg.partition`` (tff_idp.data.partition)."""
+    n, y = cfg.num_clients, data.y_train
+    try:
+        if cfg.partition == "iid":
+            return iid_partition(len(y), n, cfg.seed)
+        if cfg.partition == "dirichlet":
+            return dirichlet_label_skew(y, n, cfg.partition_param, cfg.seed)
+        if cfg.partition == "classes":
+            return classes_per_client(y, n, int(cfg.partition_param), cfg.seed)
+        return pachinko(y, n, len(y) // n, cfg.seed, alpha=cfg.partition_param or 0.1)
+    except ValueError as e:
+        raise ConfigError(f"partition={cfg.partition!r}: {e}") from e
+
+
 def prepare(cfg: ExperimentConfig) -> Experiment:
     """Load data, partition, plan every method and check every plan against the budgets."""
     try:
@@ -59,7 +75,7 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
     if cfg.num_clients > len(data.y_train):
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
-    indices = iid_partition(len(data.y_train), cfg.num_clients, cfg.seed)
+    indices = partition_clients(cfg, data)
     groups = assign_groups(cfg.num_clients, cfg.group_ratios, cfg.seed)
     sizes = [int(np.sum(groups == g)) for g in range(len(cfg.budgets))]
     if min(sizes) == 0:
