@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import resource
 import sys
 import time

@@ -79,7 +79,6 @@ def _fail(key, value, why):
 
 def _coerce(key, value):
     """Type-check one value against the dataclass field."""
-    default = KEYS[key].default
     typ = KEYS[key].type
     if value is None:
         if "Optional" in str(typ):

@@ -4,7 +4,6 @@ import sys
 import tarfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tff_idp.data import shakespeare

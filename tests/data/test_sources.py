@@ -1,6 +1,4 @@
 """Real-data loaders exercised offline: TFDS' own mocking stands in for the prepared files."""
-import dataclasses
-
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds

@@ -1,7 +1,5 @@
 """Calibration against GDPFed's noise-multiplier table (003 Table 5 / 000 Table III) and
 independent recomputation of epsilons with dp_accounting."""
-import math
-
 import dp_accounting
 import pytest
 from dp_accounting import rdp

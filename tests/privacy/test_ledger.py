@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from tff_idp.privacy import BudgetExceededError, PrivacyLedger, accounting

@@ -72,12 +72,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
         m = self.num_groups
-        try:
-            update_type, group_type, seed_type = (value_type.update, value_type.group,
-                                                  value_type.seed)
-        except (AttributeError, ValueError) as e:
+        names = ({n for n, _ in tff.structure.iter_elements(value_type)}
+                 if isinstance(value_type, tff.StructType) else set())
+        if not {"update", "group", "seed"} <= names:
             raise TypeError("GroupGaussianFactory aggregates (update, group, seed) structs; got "
-                            f"{value_type}") from e
+                            f"{value_type}")
+        group_type = value_type.group
         if group_type.shape != (m,):
             raise TypeError(f"group must be float32[{m}] one-hot, got {group_type}")
 

@@ -14,8 +14,6 @@ Characters outside LEAF's 80-symbol vocabulary map to a space.
 """
 from __future__ import annotations
 
-import dataclasses
-import io
 import json
 import re
 import shutil

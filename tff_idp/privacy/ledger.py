@@ -14,7 +14,6 @@ thousands of clients costs as much as one per distinct history (usually one per 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
