@@ -55,8 +55,18 @@ def test_help_documents_the_config_keys(tmp_path):
 
 
 def _workers():
+    """Orphaned TFF workers: worker_binary processes adopted by init (parent pid 1). Workers
+    of other live processes (e.g. a concurrent test session) have a living parent."""
     out = subprocess.run(["pgrep", "-f", "worker_binary"], capture_output=True, text=True)
-    return [p for p in out.stdout.split() if p]
+    orphans = []
+    for pid in out.stdout.split():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[1] == "1":
+                    orphans.append(pid)
+        except OSError:
+            continue
+    return orphans
 
 
 def test_small_run_writes_results_and_closes_tff(tmp_path):

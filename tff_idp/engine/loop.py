@@ -57,6 +57,28 @@ def make_factory(plan):
                                 plan.weights, plan.keep_fractions)
 
 
+def client_dataset(exp: Experiment, client: int, rnd: int) -> tf.data.Dataset:
+    """Client ``client``'s batches in round ``rnd``: its examples shuffled with a seed of
+    (seed, round, client), then ``local_epochs`` passes (last batch may be short) or an
+    endless stream of full ``batch_size`` batches (the process takes ``local_steps``)."""
+    cfg = exp.cfg
+    idx = exp.client_indices[client]
+    ds = tf.data.Dataset.from_tensor_slices((exp.data.x_train[idx], exp.data.y_train[idx]))
+    ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, client), reshuffle_each_iteration=True)
+    if cfg.local_epochs:
+        return ds.repeat(cfg.local_epochs).batch(cfg.batch_size)
+    return ds.repeat().batch(cfg.batch_size, drop_remainder=True)
+
+
+def evaluate(model, x, y, batch: int = 1000):
+    """(mean cross-entropy, accuracy) of ``model`` on (x, y), in batches."""
+    logits = np.concatenate([model(x[i:i + batch], training=False).numpy()
+                             for i in range(0, len(y), batch)])
+    loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+        y, logits, from_logits=True))
+    return float(loss), float(np.mean(np.argmax(logits, 1) == y))
+
+
 def method_key(method: str) -> int:
     """A stable number per method name: its random streams do not depend on where it sits
     in the config's method list."""
@@ -74,9 +96,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     w0 = initial_weights(exp, model_fn)
     m_agg = plan.num_aggregation_groups
     factory = make_factory(plan)
-    x, y = exp.data.x_train, exp.data.y_train
-    epochs = cfg.local_epochs
-    batch_dim = None if epochs else cfg.batch_size     # epochs keep the last partial batch
+    x = exp.data.x_train
+    batch_dim = None if cfg.local_epochs else cfg.batch_size   # epochs keep a short batch
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), tf.float32),
             tf.TensorSpec([batch_dim], tf.int32))
     runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec)
@@ -97,14 +118,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
             onehot[plan.aggregation_groups[g]] = 1.0
             public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
             for j, c in enumerate(clients):
-                idx = exp.client_indices[c]
-                ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx]))
-                ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, c),
-                                reshuffle_each_iteration=True)
-                if epochs:
-                    datasets.append(ds.repeat(epochs).batch(cfg.batch_size))
-                else:
-                    datasets.append(ds.repeat().batch(cfg.batch_size, drop_remainder=True))
+                datasets.append(client_dataset(exp, c, rnd))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([_seed32(cfg.seed, method_key(method), rnd), c],
                                                 np.int32),
@@ -120,11 +134,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
             evaluator.set_weights(runner.weights)
-            logits = evaluator(test_x, training=False)
-            loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-                test_y, logits, from_logits=True))
-            row["test_loss"] = float(loss)
-            row["test_accuracy"] = float(np.mean(np.argmax(logits, 1) == test_y))
+            row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
             bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
         rows.append(row)
         if on_round is not None:
