@@ -26,6 +26,8 @@ BAD = [
     (["--set", "group_ratios=[0.5, 0.3, 0.3]"], "group_ratios="),
     (["--set", "group_ratios=[0.5, 0.5]"], "needs 3 entries, one per budget"),
     (["--set", "backend=\"gpu\""], "backend='gpu'"),
+    (["--set", "methods=[\"idp_sample\"]", "--set", "noise_multipliers=[3.0, 2.0, 1.0]"],
+     "not used by method 'idp_sample'"),
     (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
     (["--set", "rounds"], "--set='rounds'"),
     (["missing.toml"], "config='missing.toml': no such file"),

@@ -41,8 +41,12 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
     if cfg.rates is not None and method in ("gdpfed_opc", "gdpfed_plus"):
         kwargs["rates"] = cfg.rates
     if cfg.noise_multipliers is not None:
+        if method in ("idp_sample", "idp_scale", "idp_fedavg"):
+            raise ConfigError(f"noise_multipliers={cfg.noise_multipliers}: not used by "
+                              f"method {method!r} (its sigma comes from its own calibration)")
         if method == "dp_fedavg":
-            kwargs["noise_multiplier"] = min(cfg.noise_multipliers)
+            # one sigma for all: the largest given (the strictest group's); the ledger checks it
+            kwargs["noise_multiplier"] = max(cfg.noise_multipliers)
         else:
             kwargs["noise_multipliers"] = cfg.noise_multipliers
     try:
