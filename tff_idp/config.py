@@ -9,7 +9,7 @@ import dataclasses
 import math
 import tomllib
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .algorithms.plan import PLANNERS
 
@@ -51,8 +51,8 @@ class ExperimentConfig:
     client_optimizer: str = "sgd"             # "sgd" (momentum) or "adam" (paper 004)
     server_lr: float = 1.0                    # theta += server_lr * aggregate
     batch_size: int = 10                      # client mini-batch size
-    # Top_k kept fraction k_m/d per group (GDPFed+)
-    keep_fractions: List[float] = dataclasses.field(default_factory=lambda: [0.7, 0.8, 0.9])
+    # Top_k kept fraction k_m/d per group (GDPFed+; unset: the paper's (0.7, 0.8, 0.9))
+    keep_fractions: Optional[List[float]] = None
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
     accountant: str = "rdp"                   # "rdp" or "pld"
     group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
@@ -62,6 +62,8 @@ class ExperimentConfig:
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     seed: int = 0
+    # the paper's reported test accuracy (%) per method, printed beside ours
+    reference: Optional[Dict[str, float]] = None
     eval_every: int = 1
     output_dir: str = "results"
 
@@ -84,6 +86,11 @@ def _coerce(key, value):
         if "Optional" in str(typ):
             return None
         _fail(key, value, "must be set")
+    if "Dict" in str(typ):
+        if not isinstance(value, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            _fail(key, value, "must be a table of method = number")
+        return {str(k): float(v) for k, v in value.items()}
     if "List" in str(typ):
         if not isinstance(value, list):
             _fail(key, value, "must be a list")
@@ -164,7 +171,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("lr_decay", cfg.lr_decay, "must be in (0, 1]")
     if not 0 <= cfg.momentum < 1:
         _fail("momentum", cfg.momentum, "must be in [0, 1)")
-    if len(cfg.keep_fractions) != len(cfg.budgets) or any(not 0 < k <= 1 for k in cfg.keep_fractions):
+    if cfg.keep_fractions is not None and (len(cfg.keep_fractions) != len(cfg.budgets) or
+                                           any(not 0 < k <= 1 for k in cfg.keep_fractions)):
         _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
     if cfg.sampling not in ("poisson", "fixed"):
         _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
@@ -186,6 +194,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             _fail(key, v, f"needs {len(cfg.budgets)} entries, one per group")
     if cfg.rates is not None and any(not 0 < q <= 1 for q in cfg.rates):
         _fail("rates", cfg.rates, "every rate must be in (0, 1]")
+    for m in (cfg.reference or {}):
+        if m not in cfg.methods:
+            _fail("reference", m, f"is not one of the config's methods {cfg.methods}")
     if cfg.noise_multipliers is not None and any(z <= 0 for z in cfg.noise_multipliers):
         _fail("noise_multipliers", cfg.noise_multipliers, "must be positive")
     if not cfg.name or "/" in cfg.name:

@@ -53,7 +53,9 @@ def _fmt(values, digits=3):
     return "(" + ", ".join(f"{v:.{digits}g}" for v in values) + ")"
 
 
-def summary_rows(summaries):
+def summary_rows(summaries, reference=None):
+    """One row per method; with ``reference`` (the paper's accuracy per method), the paper's
+    number and ours minus the paper's."""
     rows = []
     for s in summaries:
         plan, priv = s["plan"], s["privacy"]
@@ -70,6 +72,11 @@ def summary_rows(summaries):
             "eps_spent/budget": eps,
             "s/round": f"{s['seconds_per_round_after_first']:.2f}",
         })
+        if reference:
+            paper = reference.get(s["method"])
+            ours = 100 * s["final_test_accuracy"]
+            rows[-1]["paper_%"] = "-" if paper is None else f"{paper:.2f}"
+            rows[-1]["delta"] = "-" if paper is None else f"{ours - paper:+.2f}"
     return rows
 
 
@@ -131,7 +138,7 @@ def _train_all(exp, args) -> int:
         print(f"{method}: test accuracy {100 * summary['final_test_accuracy']:.2f}% "
               f"after {cfg.rounds} rounds ({summary['seconds_total']:.1f} s) -> {folder}",
               file=sys.stderr)
-    table_rows = summary_rows(summaries)
+    table_rows = summary_rows(summaries, cfg.reference)
     out_root.mkdir(parents=True, exist_ok=True)
     write_csv(out_root / f"summary-seed{cfg.seed}.csv", table_rows)
     title = (f"{cfg.name}: {cfg.dataset}/{cfg.model}, n={cfg.num_clients}, T={cfg.rounds}, "

@@ -5,7 +5,7 @@ download), pixels scaled to [0, 1], flattened to 64 features; a seeded stratifie
 gives 1,437 training and 360 test examples.
 
 TensorFlow Datasets images (``fashion_mnist``, ``svhn_cropped``, ``cifar10``, ``cifar100``,
-``emnist`` = EMNIST/byclass): read from ``data_dir`` with ``download=False`` semantics first;
+``emnist`` = EMNIST/byclass, ``emnist_digits`` = EMNIST/digits): read from ``data_dir`` with ``download=False`` semantics first;
 when they are missing, downloaded only if ``allow_download`` (a cluster with a pre-filled
 TFDS directory and no internet works with the default). Pixels scaled to [0, 1].
 """
@@ -43,7 +43,7 @@ class DataUnavailableError(ValueError):
 
 TFDS_NAMES = {"fashion_mnist": ("fashion_mnist", 10), "svhn_cropped": ("svhn_cropped", 10),
               "cifar10": ("cifar10", 10), "cifar100": ("cifar100", 100),
-              "emnist": ("emnist/byclass", 62)}
+              "emnist": ("emnist/byclass", 62), "emnist_digits": ("emnist/digits", 10)}
 
 
 def load_tfds(name: str, data_dir: str = "datasets/tfds", allow_download: bool = False,

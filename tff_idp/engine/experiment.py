@@ -36,8 +36,9 @@ class Experiment:
 
 
 def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:
-    kwargs = dict(local_lr=cfg.local_lr, local_steps=cfg.local_steps,
-                  keep_fractions=cfg.keep_fractions)
+    kwargs = dict(local_lr=cfg.local_lr, local_steps=cfg.local_steps)
+    if cfg.keep_fractions is not None:
+        kwargs["keep_fractions"] = cfg.keep_fractions
     if cfg.rates is not None and method in ("gdpfed_opc", "gdpfed_plus"):
         kwargs["rates"] = cfg.rates
     if cfg.noise_multipliers is not None:

@@ -71,7 +71,10 @@ def max_rate(noise_multiplier: float, budget: float, rounds: int, delta: float,
     lo = 1e-7
     if f(lo) > 0:
         return 0.0
-    return float(optimize.brentq(f, lo, 1.0, xtol=1e-10, rtol=1e-6))
+    q = float(optimize.brentq(f, lo, 1.0, xtol=1e-10, rtol=1e-6))
+    while f(q) > 0:          # the root finder may stop a hair above the root: stay feasible
+        q *= 1 - 1e-6
+    return q
 
 
 def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rate: float,
