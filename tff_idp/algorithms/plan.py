@@ -8,6 +8,7 @@ of the group mean. The TFF process and the ledger both read it; nothing here imp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import List, Optional, Sequence
 
@@ -55,10 +56,13 @@ class MethodPlan:
         """Per privacy group, (q_m, sigma_m) of one round, for the ledger."""
         return [(q, s) for q, s in zip(self.rates, self.noise_multipliers)]
 
+    @property
+    def noise_multipliers_sq(self) -> List[float]:
+        """sigma_m^2 per privacy group, the quantity the papers' tables report."""
+        return [s * s for s in self.noise_multipliers]
+
     def describe(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["noise_multipliers_sq"] = [s * s for s in self.noise_multipliers]
-        return d
+        return dataclasses.asdict(self) | {"noise_multipliers_sq": self.noise_multipliers_sq}
 
 
 def combination_weights(cohorts, setting: PrivacySetting):
@@ -157,13 +161,25 @@ def _group_ratios(setting):
     return sizes / sizes.sum()
 
 
+@functools.lru_cache(maxsize=16)
+def _sample_calibration_cached(budgets, ratios, rate, rounds, delta, accountant):
+    return idp.sample_rates(list(budgets), list(ratios), rate, rounds, delta, accountant)
+
+
+def _sample_calibration(setting: PrivacySetting) -> idp.SampleCalibration:
+    """SAMPLE's shared sigma and per-group rates for a setting, computed once per setting
+    (idp_sample and idp_fedavg share it; each calibration takes seconds)."""
+    return _sample_calibration_cached(tuple(setting.budgets), tuple(_group_ratios(setting)),
+                                      setting.expected_rate, setting.rounds, setting.delta,
+                                      setting.accountant)
+
+
 def plan_idp_sample(setting: PrivacySetting, **_) -> MethodPlan:
     """IDP-FedAvg SAMPLE as GDPFed's baseline (003 App. B.2): per-group rates and one shared
     sigma from :func:`tff_idp.privacy.idp.sample_rates`, fixed clip C; every group sum gets
     N(0, sigma^2 C^2) (disjoint groups: the same guarantee as one noise on the total), so the
     group means can be reweighted like GDPFed's."""
-    c = idp.sample_rates(setting.budgets, _group_ratios(setting), setting.expected_rate,
-                         setting.rounds, setting.delta, setting.accountant)
+    c = _sample_calibration(setting)
     m = len(setting.budgets)
     return _grouped_plan("idp_sample", setting, c.rates,
                          noise_multipliers=[c.noise_multiplier] * m)
@@ -190,11 +206,10 @@ def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
     sigma, TFF's adaptive-clipping DP aggregator (initial clip 0.1, target quantile 0.5,
     clip learning rate 0.2, clipped-count stddev 0.05 x expected cohort) normalised by the
     expected cohort. sigma covers value and clipped-count noise together (TFF splits it)."""
-    c = idp.sample_rates(setting.budgets, _group_ratios(setting), setting.expected_rate,
-                         setting.rounds, setting.delta, setting.accountant)
+    c = _sample_calibration(setting)
     m = len(setting.budgets)
     expected = float(np.dot(c.rates, setting.group_sizes))
-    return MethodPlan("idp_fedavg", True, c.rates, [c.noise_multiplier] * m, [0] * m,
+    return MethodPlan("idp_fedavg", True, list(c.rates), [c.noise_multiplier] * m, [0] * m,
                       [0.1], [c.noise_multiplier * 0.1], [expected], [1.0], [1.0],
                       adaptive_clip=True)
 

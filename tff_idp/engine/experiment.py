@@ -106,11 +106,10 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
 def plan_summary(plan: MethodPlan, setting: PrivacySetting) -> dict:
     """Rates, sigma^2 and the noise magnitude Lambda of ``gdpfed.noise_magnitude``."""
     sizes = np.asarray(setting.group_sizes, dtype=float)
-    out = {"rates": plan.rates, "noise_multipliers_sq": [z * z for z in plan.noise_multipliers],
-           "keep_fractions": plan.keep_fractions}
+    s2 = plan.noise_multipliers_sq
+    out = {"rates": plan.rates, "noise_multipliers_sq": s2, "keep_fractions": plan.keep_fractions}
     if plan.private and plan.method in ("dp_fedavg", "gdpfed", "gdpfed_opc", "gdpfed_plus",
                                         "idp_sample"):
-        s2 = [z * z for z in plan.noise_multipliers]
         if plan.method == "dp_fedavg":
             lam = gdpfed.noise_magnitude(s2[:1], setting.clip)
         elif plan.method == "gdpfed":

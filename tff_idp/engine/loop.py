@@ -18,9 +18,9 @@ from tqdm.auto import tqdm
 
 from .. import models
 from ..aggregators import GroupGaussianFactory, PFAFactory
-from .backends import BACKENDS
 from ..runtime import import_tff
 from ..sampling import sample_cohort
+from .backends import BACKENDS
 from .experiment import Experiment, plan_summary
 
 
@@ -112,6 +112,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     for rnd in bar:
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
+        noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
         datasets, infos, ids = [], [], []
         for g, clients in enumerate(cohort):
             onehot = np.zeros(m_agg, np.float32)
@@ -120,8 +121,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
             for j, c in enumerate(clients):
                 datasets.append(client_dataset(exp, c, rnd))
                 infos.append(collections.OrderedDict(
-                    group=onehot, seed=np.array([_seed32(cfg.seed, method_key(method), rnd), c],
-                                                np.int32),
+                    group=onehot, seed=np.array([noise_seed, c], np.int32),
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
         measurements = runner.step(datasets, infos, rnd) if datasets else {}
