@@ -28,12 +28,17 @@ class ExperimentConfig:
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
     data_dir: str = "datasets/tfds"           # TFDS directory for the real image sets
+    # built federated sets and partitions (<data_root>/built), TFF's sqlite cache
+    # (<data_root>/tff), raw downloads (<data_root>/raw), shakespeare-leaf
+    data_root: str = "datasets"
     allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n: clients the training set is split into
-    partition: str = "iid"                    # "iid", "dirichlet", "pachinko" or "classes"
+    # "iid", "dirichlet", "pachinko", "classes", "shards" (label subsets) or "natural" (the
+    # data set's own clients: femnist, tff_shakespeare, tff_cifar100, shakespeare-leaf)
+    partition: str = "iid"
     # dirichlet: concentration lambda; classes: classes per client s; pachinko: alpha
-    # (TFF's 0.1; beta = 10); unused for iid
+    # (TFF's 0.1; beta = 10); shards: shards per client (default 1); unused otherwise
     partition_param: Optional[float] = None
     # fraction of clients in each privacy group (sums to 1)
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
@@ -65,6 +70,7 @@ class ExperimentConfig:
     # the paper's reported test accuracy (%) per method, printed beside ours
     reference: Optional[Dict[str, float]] = None
     eval_every: int = 1
+    test_examples: Optional[int] = None       # evaluate on a seeded subset of this many
     output_dir: str = "results"
 
     @property
@@ -72,6 +78,7 @@ class ExperimentConfig:
         return self.delta if self.delta is not None else 1.0 / self.num_clients ** 1.1
 
 
+PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "shards", "natural")
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
 
@@ -119,7 +126,7 @@ def _coerce(key, value):
 
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
-    from .data import SOURCES
+    from .data import FEDERATED, SOURCES
     from .models import MODELS
     for m in cfg.methods:
         if m not in PLANNERS:
@@ -132,8 +139,16 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
     if cfg.num_clients < 1:
         _fail("num_clients", cfg.num_clients, "must be >= 1")
-    if cfg.partition not in ("iid", "dirichlet", "pachinko", "classes"):
-        _fail("partition", cfg.partition, "must be 'iid', 'dirichlet', 'pachinko' or 'classes'")
+    if cfg.partition not in PARTITIONS:
+        _fail("partition", cfg.partition, f"must be one of {', '.join(PARTITIONS)}")
+    if cfg.partition == "natural" and cfg.dataset not in FEDERATED:
+        _fail("partition", cfg.partition, f"dataset={cfg.dataset!r} has no clients of its own; "
+              f"'natural' needs one of {', '.join(FEDERATED)}")
+    if cfg.partition == "shards" and cfg.partition_param is not None and (
+            cfg.partition_param < 1 or cfg.partition_param != int(cfg.partition_param)):
+        _fail("partition_param", cfg.partition_param, "shards per client must be an integer >= 1")
+    if cfg.test_examples is not None and cfg.test_examples < 1:
+        _fail("test_examples", cfg.test_examples, "must be >= 1")
     if cfg.partition in ("dirichlet", "classes") and not (cfg.partition_param or 0) > 0:
         _fail("partition_param", cfg.partition_param,
               f"partition={cfg.partition!r} needs a positive partition_param")

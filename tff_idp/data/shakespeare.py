@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
+
+from ..atomic import AtomicFolder
 
 # LEAF's shakespeare vocabulary (models/shakespeare/... ALL_LETTERS): 80 symbols.
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -115,21 +116,14 @@ def fetch_source(raw_dir: Path) -> Path:
 
 
 def write_store(clients: List[dict], out_dir: Path, meta: dict) -> Path:
-    """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically (a ``.partial``
-    folder renamed at the end: a half-written set is never read as complete)."""
-    out_dir = Path(out_dir)
-    partial = out_dir.with_name(out_dir.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
-    with open(partial / "clients.jsonl", "w") as f:
-        for c in clients:
-            f.write(json.dumps(c) + "\n")
-    (partial / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    partial.rename(out_dir)
-    return out_dir
+    """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically
+    (:class:`tff_idp.atomic.AtomicFolder`: a half-written set is never read as complete)."""
+    with AtomicFolder(out_dir) as tmp:
+        with open(tmp / "clients.jsonl", "w") as f:
+            for c in clients:
+                f.write(json.dumps(c) + "\n")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return Path(out_dir)
 
 
 def read_store(out_dir: Path) -> List[dict]:
@@ -149,3 +143,38 @@ def to_sequences(text: str, seq_len: int = SEQ_LEN):
         return np.zeros((0, seq_len), np.int32), np.zeros((0,), np.int32)
     windows = np.lib.stride_tricks.sliding_window_view(idx, seq_len + 1)
     return windows[:, :seq_len].copy(), windows[:, seq_len].copy()
+
+
+def encode(text: str) -> np.ndarray:
+    """Indices into :data:`LEAF_VOCAB` (int8; characters outside it become a space)."""
+    table = np.full(256, LEAF_VOCAB.index(" "), np.int8)
+    for i, c in enumerate(LEAF_VOCAB):
+        table[ord(c)] = i
+    raw = np.frombuffer(text.encode("latin-1", errors="replace"), np.uint8)
+    return table[raw]
+
+
+def pack_texts(texts: List[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """All clients' texts as one int8 array and the offsets where each client starts."""
+    codes = [encode(t) for t in texts]
+    sizes = np.array([len(c) for c in codes], np.int64)
+    flat = np.concatenate(codes) if codes else np.zeros(0, np.int8)
+    return flat, np.concatenate([[0], np.cumsum(sizes)])
+
+
+def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN):
+    """LEAF's next-character examples of every client without copying them.
+
+    Returns (x, y, clients): ``x`` is a read-only strided view of all length-``seq_len``
+    windows of the concatenated text (no copy: 80 bytes per example would otherwise be
+    paid once per character), ``y[s]`` the character after window ``s``, and ``clients[i]``
+    the window starts that lie wholly inside client i's text (a window never crosses two
+    clients). Indexing ``x[clients[i]]`` materialises one client at a time."""
+    if len(chars) <= seq_len:
+        return (np.zeros((0, seq_len), np.int8), np.zeros(0, np.int32),
+                [np.zeros(0, np.int64) for _ in offsets[:-1]])
+    x = np.lib.stride_tricks.sliding_window_view(chars[:-1], seq_len)
+    y = chars[seq_len:].astype(np.int32)
+    clients = [np.arange(a, max(a, b - seq_len), dtype=np.int64)
+               for a, b in zip(offsets[:-1], offsets[1:])]
+    return x, y, clients

@@ -12,6 +12,7 @@ TFDS directory and no internet works with the default). Pixels scaled to [0, 1].
 from __future__ import annotations
 
 import dataclasses
+from typing import List, Optional
 
 import numpy as np
 
@@ -24,6 +25,10 @@ class ArrayData:
     x_test: np.ndarray
     y_test: np.ndarray
     num_classes: int
+    # the data set's own clients (writers, speaking roles...): training-example ids each;
+    # None for centralised sets, which a partitioner splits
+    clients: Optional[List[np.ndarray]] = None
+    note: str = ""          # e.g. that this is a stand-in for another data set
 
 
 def load_digits(seed: int = 0) -> ArrayData:
@@ -59,6 +64,11 @@ def load_tfds(name: str, data_dir: str = "datasets/tfds", allow_download: bool =
             f"dataset={name!r}: not prepared in {data_dir}; run tfds.load({tfds_name!r}, "
             f"data_dir={data_dir!r}) on a machine with internet and copy that folder here, "
             "or set allow_download=true") from e
+    except Exception as e:  # noqa: BLE001 (network failures come in many types)
+        if not allow_download:
+            raise
+        raise DataUnavailableError(f"dataset={name!r}: download into {data_dir} failed "
+                                   f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from e
     (x_tr, y_tr), (x_te, y_te) = [_to_arrays(ds) for ds in splits]
     return ArrayData(name, x_tr, y_tr, x_te, y_te, classes)
 
@@ -73,13 +83,45 @@ def _to_arrays(ds, chunk: int = 10000):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-SOURCES = {"digits": load_digits, **{n: load_tfds for n in TFDS_NAMES}}
+def load_leaf_shakespeare(root: str = "datasets") -> ArrayData:
+    """``shakespeare-leaf`` built by ``python -m tff_idp.data build shakespeare-leaf``: one
+    natural client per speaking role; examples are windows viewed, not copied."""
+    from pathlib import Path
+    from . import shakespeare
+    try:
+        clients = shakespeare.read_store(Path(root) / "shakespeare-leaf")
+    except shakespeare.SourceMissingError as e:
+        raise DataUnavailableError(str(e)) from e
+    tr_chars, tr_off = shakespeare.pack_texts([c["train"] for c in clients])
+    te_chars, te_off = shakespeare.pack_texts([c["test"] for c in clients])
+    x_tr, y_tr, parts = shakespeare.window_view(tr_chars, tr_off)
+    x_te, y_te, te_parts = shakespeare.window_view(te_chars, te_off)
+    te_idx = np.concatenate(te_parts)
+    return ArrayData("shakespeare-leaf", x_tr, y_tr, np.asarray(x_te[te_idx]), y_te[te_idx],
+                     len(shakespeare.LEAF_VOCAB), clients=parts)
+
+
+def _loaders():
+    from .adult import load_adult, load_adult_standin
+    from .tff_sets import TFF_SETS, load_tff_set
+    table = {"digits": lambda seed, data_dir, dl, root: load_digits(seed),
+             "adult": lambda seed, data_dir, dl, root: load_adult(root, dl),
+             "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed),
+             "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root)}
+    for n in TFDS_NAMES:
+        table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
+    for n in TFF_SETS:
+        table[n] = lambda seed, data_dir, dl, root, n=n: load_tff_set(n, root, dl)
+    return table
+
+
+SOURCES = _loaders()
+# data sets that come with their own clients (use partition = "natural")
+FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf")
 
 
 def load(name: str, seed: int = 0, data_dir: str = "datasets/tfds",
-         allow_download: bool = False) -> ArrayData:
+         allow_download: bool = False, root: str = "datasets") -> ArrayData:
     if name not in SOURCES:
         raise ValueError(f"dataset={name!r} is not one of {sorted(SOURCES)}")
-    if name in TFDS_NAMES:
-        return load_tfds(name, data_dir, allow_download, seed)
-    return SOURCES[name](seed)
+    return SOURCES[name](seed, data_dir, allow_download, root)

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..algorithms.plan import PLANNERS, MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig
-from ..data import (ArrayData, DataUnavailableError, assign_groups, classes_per_client,
-                    dirichlet_label_skew, iid_partition, load, pachinko)
+from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
+                    classes_per_client, dirichlet_label_skew, iid_partition, label_shards, load,
+                    pachinko)
 from ..privacy import BudgetExceededError, PrivacyLedger, gdpfed
 
 
@@ -56,27 +57,58 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
         raise ConfigError(f"methods={method!r}: cannot plan it ({e})") from e
 
 
+PARTITION_VERSION = 1   # bump when a partitioner changes: stored partitions are keyed by it
+
+
 def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray]:
-    """Training-example ids per client, by ``cfg.partition`` (tff_idp.data.partition)."""
+    """Training-example ids per client, by ``cfg.partition`` (tff_idp.data.partition), built
+    once per (data set, partition, parameter, clients, seed) in the data store."""
     n, y = cfg.num_clients, data.y_train
-    try:
+    if cfg.partition == "natural":
+        own = data.clients
+        if n > len(own):
+            raise ConfigError(f"num_clients={n}: {cfg.dataset} has {len(own)} clients")
+        if n == len(own):
+            return list(own)
+        chosen = np.sort(np.random.default_rng(cfg.seed).choice(len(own), n, replace=False))
+        return [own[i] for i in chosen]
+
+    def build():
         if cfg.partition == "iid":
             return iid_partition(len(y), n, cfg.seed)
         if cfg.partition == "dirichlet":
             return dirichlet_label_skew(y, n, cfg.partition_param, cfg.seed)
         if cfg.partition == "classes":
             return classes_per_client(y, n, int(cfg.partition_param), cfg.seed)
+        if cfg.partition == "shards":
+            return label_shards(y, n, int(cfg.partition_param or 1), cfg.seed)
         return pachinko(y, n, len(y) // n, cfg.seed, alpha=cfg.partition_param or 0.1)
+
+    key = dict(partition=cfg.partition, param=cfg.partition_param, clients=n, seed=cfg.seed,
+               examples=len(y), v=PARTITION_VERSION)
+    try:
+        return DataStore(cfg.data_root).partition(cfg.dataset, key, build)
     except ValueError as e:
         raise ConfigError(f"partition={cfg.partition!r}: {e}") from e
+
+
+def subsample_test(data: ArrayData, count, seed: int) -> ArrayData:
+    """A seeded random subset of ``count`` test examples (all when ``count`` is None or
+    not smaller than the test set)."""
+    if count is None or count >= len(data.y_test):
+        return data
+    idx = np.sort(np.random.default_rng([seed, 1]).choice(len(data.y_test), count,
+                                                          replace=False))
+    return dataclasses.replace(data, x_test=data.x_test[idx], y_test=data.y_test[idx])
 
 
 def prepare(cfg: ExperimentConfig) -> Experiment:
     """Load data, partition, plan every method and check every plan against the budgets."""
     try:
-        data = load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download)
+        data = load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
     except DataUnavailableError as e:
         raise ConfigError(str(e)) from e
+    data = subsample_test(data, cfg.test_examples, cfg.seed)
     if cfg.num_clients > len(data.y_train):
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")

@@ -33,7 +33,13 @@ def build_model_fn(exp: Experiment) -> Callable[[], tf.keras.Model]:
     shape = tuple(d.x_train.shape[1:])
     input_dim = int(np.prod(shape))
     return lambda: models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
-                                num_classes=d.num_classes)
+                                num_classes=d.num_classes, vocab_size=d.num_classes,
+                                seq_len=shape[0])
+
+
+def input_dtype(data) -> tf.DType:
+    """int32 for token inputs (character windows), float32 for features and images."""
+    return tf.int32 if np.issubdtype(data.x_train.dtype, np.integer) else tf.float32
 
 
 def initial_weights(exp: Experiment, model_fn):
@@ -63,7 +69,8 @@ def client_dataset(exp: Experiment, client: int, rnd: int) -> tf.data.Dataset:
     endless stream of full ``batch_size`` batches (the process takes ``local_steps``)."""
     cfg = exp.cfg
     idx = exp.client_indices[client]
-    ds = tf.data.Dataset.from_tensor_slices((exp.data.x_train[idx], exp.data.y_train[idx]))
+    x = exp.data.x_train[idx].astype(input_dtype(exp.data).as_numpy_dtype)
+    ds = tf.data.Dataset.from_tensor_slices((x, exp.data.y_train[idx]))
     ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, client), reshuffle_each_iteration=True)
     if cfg.local_epochs:
         return ds.repeat(cfg.local_epochs).batch(cfg.batch_size)
@@ -72,7 +79,8 @@ def client_dataset(exp: Experiment, client: int, rnd: int) -> tf.data.Dataset:
 
 def evaluate(model, x, y, batch: int = 1000):
     """(mean cross-entropy, accuracy) of ``model`` on (x, y), in batches."""
-    logits = np.concatenate([model(x[i:i + batch], training=False).numpy()
+    cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
+    logits = np.concatenate([model(x[i:i + batch].astype(cast), training=False).numpy()
                              for i in range(0, len(y), batch)])
     loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
         y, logits, from_logits=True))
@@ -98,7 +106,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     factory = make_factory(plan)
     x = exp.data.x_train
     batch_dim = None if cfg.local_epochs else cfg.batch_size   # epochs keep a short batch
-    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), tf.float32),
+    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
             tf.TensorSpec([batch_dim], tf.int32))
     runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec)
     evaluator = model_fn()
@@ -150,6 +158,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
         "plan": plan_summary(plan, exp.setting),
+        **({"data_note": exp.data.note} if exp.data.note else {}),
         "privacy": ledger.summary() if plan.private else {"private": False},
     }
     return rows, summary, ledger

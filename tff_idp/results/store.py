@@ -10,16 +10,10 @@ import csv
 import io
 import json
 import math
-import os
-import shutil
 from pathlib import Path
 from typing import Iterable, List
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+from ..atomic import AtomicFolder, atomic_write_text
 
 
 def _jsonable(x):
@@ -35,7 +29,7 @@ def _jsonable(x):
 
 
 def write_json(path: Path, obj) -> None:
-    _atomic_write(path, json.dumps(_jsonable(obj), indent=2, sort_keys=False) + "\n")
+    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, sort_keys=False) + "\n")
 
 
 def write_csv(path: Path, rows: List[dict]) -> None:
@@ -44,28 +38,10 @@ def write_csv(path: Path, rows: List[dict]) -> None:
         writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()))
         writer.writeheader()
         writer.writerows(rows)
-    _atomic_write(path, buf.getvalue())
+    atomic_write_text(path, buf.getvalue())
 
 
-class RunFolder:
-    """``with RunFolder(path) as tmp:`` write into ``tmp``; on success it becomes ``path``."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.partial = self.path.with_name(self.path.name + ".partial")
-
-    def __enter__(self) -> Path:
-        if self.partial.exists():
-            shutil.rmtree(self.partial)
-        self.partial.mkdir(parents=True)
-        return self.partial
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            if self.path.exists():
-                shutil.rmtree(self.path)
-            os.replace(self.partial, self.path)
-        return False
+RunFolder = AtomicFolder
 
 
 def is_complete(path: Path) -> bool:
