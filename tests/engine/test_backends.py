@@ -67,3 +67,9 @@ def test_unsupported_methods_fail_clearly():
     for method in ("idp_fedavg", "pfa"):
         with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
             loop.run_method(exp, method, progress=False, backend="fast")
+
+
+def test_adaptive_clip_count_noise_keeps_tffs_default_when_it_is_valid():
+    from tff_idp.engine.loop import clipped_count_stddev
+    assert clipped_count_stddev(1.77, 30) == pytest.approx(1.5)      # paper 004's cohort
+    assert clipped_count_stddev(1.77, 6) == 1.77                      # TFF would refuse 0.3
