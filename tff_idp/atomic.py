@@ -21,16 +21,18 @@ def atomic_write_text(path: Path, text: str) -> None:
 class AtomicFolder:
     """``with AtomicFolder(path) as tmp:`` write into ``tmp``; on success it becomes ``path``
     (replacing an older one); on an exception the ``.partial`` folder is left for inspection
-    and removed by the next attempt."""
+    and removed by the next attempt, unless ``keep_partial`` (a run resuming from the
+    checkpoint it keeps there)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, keep_partial: bool = False):
         self.path = Path(path)
         self.partial = self.path.with_name(self.path.name + ".partial")
+        self.keep_partial = keep_partial     # resume: keep what an interrupted run left
 
     def __enter__(self) -> Path:
-        if self.partial.exists():
+        if self.partial.exists() and not self.keep_partial:
             shutil.rmtree(self.partial)
-        self.partial.mkdir(parents=True)
+        self.partial.mkdir(parents=True, exist_ok=True)
         return self.partial
 
     def __exit__(self, exc_type, exc, tb):

@@ -70,6 +70,7 @@ class ExperimentConfig:
     # the paper's reported test accuracy (%) per method, printed beside ours
     reference: Optional[Dict[str, float]] = None
     eval_every: int = 1
+    checkpoint_every: int = 10                # rounds between checkpoints (0: none)
     test_examples: Optional[int] = None       # evaluate on a seeded subset of this many
     output_dir: str = "results"
 
@@ -147,6 +148,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if cfg.partition == "shards" and cfg.partition_param is not None and (
             cfg.partition_param < 1 or cfg.partition_param != int(cfg.partition_param)):
         _fail("partition_param", cfg.partition_param, "shards per client must be an integer >= 1")
+    if cfg.checkpoint_every < 0:
+        _fail("checkpoint_every", cfg.checkpoint_every, "must be >= 0")
     if cfg.test_examples is not None and cfg.test_examples < 1:
         _fail("test_examples", cfg.test_examples, "must be >= 1")
     if cfg.partition in ("dirichlet", "classes") and not (cfg.partition_param or 0) > 0:

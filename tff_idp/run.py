@@ -118,22 +118,15 @@ def _device(choice: str):
 
 
 def _train_all(exp, args) -> int:
-    from .engine.loop import run_method
-    from .results import RunFolder, format_table, write_csv, write_json
+    from .engine.persist import train_to_folder
+    from .results import format_table, write_csv
     cfg = exp.cfg
     out_root = Path(cfg.output_dir) / cfg.name
     summaries = []
     started = time.perf_counter()
     for method in cfg.methods:
-        rows, summary, ledger = run_method(exp, method, progress=not args.quiet)
         folder = out_root / f"{method}-seed{cfg.seed}"
-        with RunFolder(folder) as tmp:
-            write_json(tmp / "config.json", dataclasses.asdict(cfg) | {
-                "resolved_delta": cfg.resolved_delta, "method": method,
-                "plan": exp.plans[method].describe()})
-            write_csv(tmp / "metrics.csv", rows)
-            write_csv(tmp / "ledger.csv", list(ledger.client_rows()))
-            write_json(tmp / "summary.json", summary)
+        summary = train_to_folder(exp, method, folder, progress=not args.quiet)
         summaries.append(summary)
         print(f"{method}: test accuracy {100 * summary['final_test_accuracy']:.2f}% "
               f"after {cfg.rounds} rounds ({summary['seconds_total']:.1f} s) -> {folder}",

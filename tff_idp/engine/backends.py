@@ -43,6 +43,14 @@ class TFFBackend:
     def weights(self):
         return list(self.state["weights"])
 
+    def snapshot(self):
+        """Everything the next round depends on (model, optimizer and aggregator state), as
+        a flat list of arrays (TFF's state holds TF-Privacy namedtuples that do not pickle)."""
+        return [np.asarray(x) for x in tf.nest.flatten(self.state)]
+
+    def restore(self, flat):
+        self.state = tf.nest.pack_sequence_as(self.state, list(flat))
+
     def step(self, datasets, infos, rnd):
         self.state, metrics = self.process.next(self.state, datasets, infos)
         agg = metrics.get("aggregator", {})
@@ -77,6 +85,15 @@ class FastBackend:
     @property
     def weights(self):
         return [w.numpy() for w in self._weights]
+
+    def snapshot(self):
+        return [w.numpy() for w in self._weights] + [
+            np.asarray(x) for x in tf.nest.flatten(self.state)]
+
+    def restore(self, flat):
+        k = len(self._weights)
+        self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
+        self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
     def _chunk_sums(self, weights, xs, ys, groups, seeds, counts, lr):
         """Per-group sums of the noised, clipped updates of a chunk of clients."""

@@ -8,8 +8,14 @@ evaluate the new global model on the held-out test set, record the round in the 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
 import time
 import zlib
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -105,12 +111,49 @@ def method_key(method: str) -> int:
     return zlib.crc32(method.encode())
 
 
+CHECKPOINT = "checkpoint.pkl"
+
+
+def run_fingerprint(exp: Experiment, method: str) -> str:
+    """What a checkpoint must match to be resumed: every config key that changes the
+    computation (not where results go, how often to checkpoint, or the backend's device)."""
+    keys = dataclasses.asdict(exp.cfg)
+    for k in ("output_dir", "checkpoint_every", "device", "reference", "name", "methods"):
+        keys.pop(k, None)
+    return hashlib.sha256(json.dumps([method, keys], sort_keys=True,
+                                     default=str).encode()).hexdigest()[:16]
+
+
+def save_checkpoint(folder: Path, payload: dict) -> None:
+    """Pickle written to a temporary name and moved into place (a kill mid-write leaves the
+    previous checkpoint intact)."""
+    tmp = folder / (CHECKPOINT + ".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, folder / CHECKPOINT)
+
+
+def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
+    if folder is None or not (Path(folder) / CHECKPOINT).is_file():
+        return None
+    with open(Path(folder) / CHECKPOINT, "rb") as f:
+        payload = pickle.load(f)
+    return payload if payload.get("fingerprint") == fingerprint else None
+
+
 def run_method(exp: Experiment, method: str, progress: bool = True,
-               on_round: Optional[Callable] = None, backend: Optional[str] = None):
+               on_round: Optional[Callable] = None, backend: Optional[str] = None,
+               checkpoint_dir: Optional[Path] = None):
     """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
-    round, client), client data order from (seed, round, client), initial model from seed."""
+    round, client), client data order from (seed, round, client), initial model from seed.
+
+    Checkpoints: with ``checkpoint_dir``, every ``cfg.checkpoint_every`` rounds the backend
+    state (model, optimizer, aggregator), the sampler's generator state, the ledger and the
+    rows so far are saved there; a later call with the same experiment resumes from it and
+    ends with exactly the metrics of an uninterrupted run (every other random stream is a
+    function of (seed, round, client), not of history)."""
     cfg, plan = exp.cfg, exp.plans[method]
     model_fn = build_model_fn(exp)
     w0 = initial_weights(exp, model_fn)
@@ -126,9 +169,15 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     rng = np.random.default_rng([cfg.seed, method_key(method)])
     members = exp.group_members
     ledger = exp.new_ledger()
-    rows = []
-    bar = tqdm(range(cfg.rounds), desc=f"{method}", unit="round", disable=not progress,
-               leave=False)
+    rows, start = [], 0
+    fingerprint = run_fingerprint(exp, method)
+    resumed = load_checkpoint(checkpoint_dir, fingerprint)
+    if resumed is not None:
+        runner.restore(resumed["backend"])
+        rng.bit_generator.state = resumed["rng"]
+        ledger, rows, start = resumed["ledger"], resumed["rows"], resumed["rounds_done"]
+    bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
+               disable=not progress, leave=False, initial=start, total=cfg.rounds)
     for rnd in bar:
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
@@ -157,6 +206,13 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
             row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
             bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
         rows.append(row)
+        every = cfg.checkpoint_every
+        if checkpoint_dir is not None and every and (rnd + 1) % every == 0 \
+                and rnd + 1 < cfg.rounds:
+            save_checkpoint(Path(checkpoint_dir), {
+                "fingerprint": fingerprint, "rounds_done": rnd + 1,
+                "backend": runner.snapshot(), "rng": rng.bit_generator.state,
+                "ledger": ledger, "rows": rows})
         if on_round is not None:
             on_round(row)
     bar.close()
@@ -167,6 +223,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         "final_test_accuracy": rows[-1]["test_accuracy"],
         "final_test_loss": rows[-1]["test_loss"],
         "rounds": cfg.rounds,
+        "resumed_from_round": start or None,
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
         "plan": plan_summary(plan, exp.setting),
