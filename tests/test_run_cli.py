@@ -94,3 +94,36 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
         assert config["local_steps"] == 2 and config["method"] == method
     assert not list((tmp_path / "out" / "tiny").glob("*.partial"))
     assert set(_workers()) <= before
+
+
+def test_sigterm_stops_the_tff_worker(tmp_path):
+    """kill / timeout / Slurm send SIGTERM: the run must stop its TFF worker on the way out."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
+                             "rounds=400", "--set", "methods=[\"dp_fedavg\"]", "--set",
+                             f"output_dir=\"{tmp_path}\""], cwd=root,
+                            env=dict(os.environ, PYTHONPATH=str(root)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def workers():
+        out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "worker_binary"],
+                             capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+
+    deadline = time.time() + 120
+    while not workers() and time.time() < deadline:
+        time.sleep(0.2)
+    started = workers()
+    assert started, "the run never started a TFF worker"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    time.sleep(0.5)
+    alive = [p for p in started if os.path.exists(f"/proc/{p}") and
+             b"worker_binary" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert not alive, f"orphaned TFF workers {alive}"

@@ -46,6 +46,12 @@ def parse_args(argv):
     p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"],
                    help="override the config's device (fast backend)")
+    p.add_argument("--scale", default="paper",
+                   help="table configs: smoke, laptop or paper (default)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="table configs: runs in parallel worker processes")
+    p.add_argument("--no-report", action="store_true",
+                   help="table configs: do not write the report at the end")
     return p.parse_args(argv)
 
 
@@ -82,6 +88,9 @@ def summary_rows(summaries, reference=None):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from .harness.table import is_table
+    if args.config is not None and is_table(args.config):
+        return _run_table(args)
     try:
         extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
                  if v is not None]
@@ -104,6 +113,31 @@ def main(argv=None) -> int:
         return 2
     finally:
         close_tff()
+
+
+def _run_table(args) -> int:
+    """A table config: expand the grid at ``--scale``, run what is missing, report."""
+    from .harness.runner import run_table
+    from .harness.table import expand, load_table
+    try:
+        if args.overrides or args.backend or args.device:
+            raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
+                              "in the table's [base] or [datasets.X]")
+        if args.jobs < 1:
+            raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
+        spec = load_table(args.config)
+        expand(spec, args.scale)            # every cell validated before any work
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    failed = 0
+    if spec.kind == "train":
+        failed = run_table(spec, args.scale, jobs=args.jobs, progress=not args.quiet)
+    if not args.no_report:
+        from .report import write_report
+        out = write_report(spec, args.scale)
+        print(f"report: {out}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _device(choice: str):

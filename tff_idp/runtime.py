@@ -21,6 +21,20 @@ def _quiet_tf_logs():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """SIGTERM (``kill``, ``timeout``, Slurm's preemption and time limit) ends Python without
+    running ``finally`` blocks or ``atexit``, which orphans TFF's worker. Turn it into
+    SystemExit so they run. Only from the main thread and only over the default handler."""
+    import threading
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
 def import_tff():
     """Import tensorflow_federated with its worker guaranteed to be stopped at exit."""
     global _registered
@@ -28,6 +42,7 @@ def import_tff():
     import tensorflow_federated as tff  # noqa: F401  (heavy import, done once)
     if not _registered:
         atexit.register(close_tff)
+        exit_cleanly_on_sigterm()
         _registered = True
     return tff
 
@@ -76,6 +91,9 @@ def close_tff() -> int:
         if isinstance(proc, subprocess.Popen):
             obj._process = None
             obj._stub = None
+            # its __del__ would run at interpreter shutdown, when the subprocess module is
+            # already torn down, and print an ignored AttributeError; we stopped it here
+            type(obj).__del__ = lambda self: None
     for pid in _child_workers():      # anything the walk missed
         try:
             os.kill(pid, signal.SIGKILL)

@@ -60,8 +60,8 @@ def test_a_checkpoint_of_another_config_is_not_resumed(tmp_path):
     from tff_idp.engine.loop import load_checkpoint, run_fingerprint, save_checkpoint
     a = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3"]))
     b = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3", "clip=2.0"]))
-    save_checkpoint(tmp_path, {"fingerprint": run_fingerprint(a, "p_fedavg"), "rounds_done": 1})
-    assert load_checkpoint(tmp_path, run_fingerprint(a, "p_fedavg"))["rounds_done"] == 1
-    assert load_checkpoint(tmp_path, run_fingerprint(b, "p_fedavg")) is None
+    save_checkpoint(tmp_path, {"fingerprint": run_fingerprint(a.cfg, "p_fedavg"), "rounds_done": 1})
+    assert load_checkpoint(tmp_path, run_fingerprint(a.cfg, "p_fedavg"))["rounds_done"] == 1
+    assert load_checkpoint(tmp_path, run_fingerprint(b.cfg, "p_fedavg")) is None
     c = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3", "output_dir=\"x\""]))
-    assert run_fingerprint(c, "p_fedavg") == run_fingerprint(a, "p_fedavg")
+    assert run_fingerprint(c.cfg, "p_fedavg") == run_fingerprint(a.cfg, "p_fedavg")

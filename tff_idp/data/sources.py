@@ -112,6 +112,9 @@ def _loaders():
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
     for n in TFF_SETS:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tff_set(n, root, dl)
+    from .synthetic import PREFIX, SHAPES, load_synthetic
+    for n in SHAPES:
+        table[PREFIX + n] = lambda seed, data_dir, dl, root, n=PREFIX + n: load_synthetic(n, seed)
     return table
 
 

@@ -113,6 +113,13 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
     indices = partition_clients(cfg, data)
+    groups, setting, plans = plan_all(cfg)
+    return Experiment(cfg, data, indices, groups, setting, plans)
+
+
+def plan_all(cfg: ExperimentConfig):
+    """Groups, the privacy setting and every method's plan, each checked against the
+    budgets by the ledger: (client groups, setting, {method: plan}). Needs no data."""
     groups = assign_groups(cfg.num_clients, cfg.group_ratios, cfg.seed)
     sizes = [int(np.sum(groups == g)) for g in range(len(cfg.budgets))]
     if min(sizes) == 0:
@@ -123,16 +130,19 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
                              expected_rate=cfg.expected_rate, clip=cfg.clip,
                              accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
                              sampling=cfg.sampling, group_weighting=cfg.group_weighting)
-    exp = Experiment(cfg, data, indices, groups, setting, {})
+    ledger = PrivacyLedger(budgets=np.asarray(cfg.budgets)[groups], groups=groups,
+                           delta=setting.delta, accountant=cfg.accountant,
+                           sampling=cfg.sampling, group_sizes=sizes)
+    plans = {}
     for method in cfg.methods:
         plan = plan_method(cfg, method, setting)
         if plan.private:
             try:
-                exp.new_ledger().check_plan([plan.round_mechanisms()] * cfg.rounds)
+                ledger.check_plan([plan.round_mechanisms()] * cfg.rounds)
             except BudgetExceededError as e:
                 raise ConfigError(f"methods={method!r}: {e}") from e
-        exp.plans[method] = plan
-    return exp
+        plans[method] = plan
+    return groups, setting, plans
 
 
 def plan_summary(plan: MethodPlan, setting: PrivacySetting) -> dict:

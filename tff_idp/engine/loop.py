@@ -114,10 +114,11 @@ def method_key(method: str) -> int:
 CHECKPOINT = "checkpoint.pkl"
 
 
-def run_fingerprint(exp: Experiment, method: str) -> str:
-    """What a checkpoint must match to be resumed: every config key that changes the
-    computation (not where results go, how often to checkpoint, or the backend's device)."""
-    keys = dataclasses.asdict(exp.cfg)
+def run_fingerprint(cfg, method: str) -> str:
+    """What a checkpoint (or a finished results folder, for the harness) must match: every
+    config key that changes the computation (not where results go, how often to checkpoint,
+    or the device)."""
+    keys = dataclasses.asdict(cfg)
     for k in ("output_dir", "checkpoint_every", "device", "reference", "name", "methods"):
         keys.pop(k, None)
     return hashlib.sha256(json.dumps([method, keys], sort_keys=True,
@@ -170,7 +171,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     members = exp.group_members
     ledger = exp.new_ledger()
     rows, start = [], 0
-    fingerprint = run_fingerprint(exp, method)
+    fingerprint = run_fingerprint(exp.cfg, method)
     resumed = load_checkpoint(checkpoint_dir, fingerprint)
     if resumed is not None:
         runner.restore(resumed["backend"])

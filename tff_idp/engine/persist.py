@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
-from .loop import CHECKPOINT, run_method
+from .loop import CHECKPOINT, run_fingerprint, run_method
 
 
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True) -> dict:
@@ -21,6 +21,7 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
         rows, summary, ledger = run_method(exp, method, progress=progress, checkpoint_dir=tmp)
         write_json(tmp / "config.json", dataclasses.asdict(cfg) | {
             "resolved_delta": cfg.resolved_delta, "method": method,
+            "fingerprint": run_fingerprint(cfg, method),
             "plan": exp.plans[method].describe()})
         write_csv(tmp / "metrics.csv", rows)
         write_csv(tmp / "ledger.csv", list(ledger.client_rows()))

@@ -1,0 +1,47 @@
+import textwrap
+
+import pytest
+
+
+def tiny_table(tmp_path, name="tiny", methods='["p_fedavg", "dp_fedavg"]', seeds=2, extra=""):
+    """A small table on the offline digits set: 2 methods x 2 clip scales x seeds."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(textwrap.dedent(f'''
+        [table]
+        name = "{name}"
+        title = "Tiny table"
+        source = "test"
+        kind = "train"
+        layout = "dataset/method x axis"
+        methods = {methods}
+        seeds = {seeds}
+        figures = ["convergence"]
+        {extra}
+
+        [base]
+        output_dir = "{tmp_path / 'results'}"
+        model = "logistic"
+        rounds = 3
+        num_clients = 60
+        expected_rate = 0.2
+        budgets = [1.0, 2.0, 4.0]
+
+        [datasets.digits]
+        dataset = "digits"
+
+        [axis]
+        key = "clip"
+        mode = "scale"
+        labels = ["1x", "2x"]
+        values = [1.0, 2.0]
+
+        [reference.digits.p_fedavg]
+        "1x" = 80.0
+        "2x" = 81.5
+        '''))
+    return path
+
+
+@pytest.fixture
+def table(tmp_path):
+    return tiny_table(tmp_path)

@@ -1,0 +1,100 @@
+"""Table configs: every GDPFed table expands at every scale; bad tables are one-line errors
+with exit status 2; scales shrink consistently."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tff_idp.config import ConfigError
+from tff_idp.harness.table import SCALES, expand, load_table, scale_values
+
+from .conftest import tiny_table
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = sorted((ROOT / "runs" / "gdpfed").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", TABLES, ids=[p.stem for p in TABLES])
+def test_gdpfed_tables_expand_at_every_scale(path):
+    spec = load_table(str(path))
+    assert spec.seeds == 3 or spec.kind != "train"
+    counts = {}
+    for scale in SCALES:
+        units = expand(spec, scale)
+        counts[scale] = len(units)
+        assert len({u.folder for u in units}) == len(units)          # one folder per unit
+        if scale == "smoke":
+            for u in units:
+                assert u.cfg.rounds <= 2 and u.cfg.num_clients <= 60
+                assert u.cfg.dataset.startswith("synthetic:") or u.cfg.dataset == "digits"
+    assert counts["paper"] == counts["laptop"] == counts["smoke"] * spec.seeds or \
+        spec.kind != "train"
+    # every reference names a real cell
+    for ds, methods in spec.reference.items():
+        for m, v in methods.items():
+            assert m in spec.methods
+            if isinstance(v, dict) and spec.axis is not None and spec.kind == "train":
+                assert set(v) <= set(spec.axis.labels)
+
+
+def test_table2_paper_scale_keeps_the_papers_settings():
+    spec = load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml"))
+    cifar = [u for u in expand(spec, "paper") if u.dataset == "CIFAR-10"][0].cfg
+    assert (cifar.num_clients, cifar.rounds, cifar.clip, cifar.budgets, cifar.expected_rate,
+            cifar.momentum, cifar.local_steps, cifar.batch_size, cifar.model) == (
+        600, 100, 1.5, [2.0, 6.0, 12.0], 0.1, 0.5, 5, 50, "resnet18")
+    assert spec.reference_value("Shakespeare", "gdpfed_plus", None) == 42.00
+
+
+def test_scale_axis_multiplies_the_cells_value():
+    spec = load_table(str(ROOT / "runs" / "gdpfed" / "table7.toml"))
+    units = [u for u in expand(spec, "paper") if u.dataset == "FMNIST" and u.column == "0.5x"]
+    assert units[0].cfg.budgets == [0.25, 0.75, 1.5]
+
+
+def test_smoke_scale_values():
+    v = scale_values({"dataset": "femnist", "partition": "natural", "num_clients": 3383,
+                      "expected_rate": 0.0089, "rounds": 420, "local_epochs": 15}, "smoke")
+    assert v["dataset"] == "synthetic:femnist" and v["partition"] == "iid"
+    assert v["num_clients"] == 60 and v["rounds"] == 2 and v["local_epochs"] == 1
+    assert v["expected_rate"] * v["num_clients"] >= 6
+    assert scale_values({"dataset": "digits", "rounds": 40}, "paper") == {"dataset": "digits",
+                                                                          "rounds": 40}
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (("seeds = 2", "seeds = 0"), "table.seeds=0"),
+    (('methods = ["p_fedavg", "dp_fedavg"]', "methods = []"), "table.methods=[]"),
+    (("[datasets.digits]", "[unused]"), "unused"),
+    (('kind = "train"', 'kind = "plot"'), "table.kind='plot'"),
+    (('title = "Tiny table"', 'title = "Tiny table"\ncolour = "red"'), "table.colour"),
+    (('labels = ["1x", "2x"]', 'labels = ["1x"]'), "axis.labels"),
+    (("rounds = 3", "rounds = -3"), "rounds=-3"),
+])
+def test_bad_tables_are_one_line_errors(tmp_path, edit, needle):
+    path = tiny_table(tmp_path)
+    path.write_text(path.read_text().replace(*edit))
+    with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        expand(load_table(str(path)), "smoke")
+
+
+def test_empty_dataset_grid_and_unknown_scale(tmp_path):
+    path = tiny_table(tmp_path)
+    text = path.read_text()
+    no_data = text.split("[datasets.digits]")[0] + text.split('dataset = "digits"')[1]
+    no_data = no_data.replace('[reference.digits.p_fedavg]\n"1x" = 80.0\n"2x" = 81.5', "")
+    path.write_text(no_data)
+    with pytest.raises(ConfigError, match="the grid is empty"):
+        load_table(str(path))
+    with pytest.raises(ConfigError, match="--scale='huge'"):
+        expand(load_table(str(tiny_table(tmp_path))), "huge")
+
+
+def test_cli_refuses_a_bad_table_before_any_work(tmp_path):
+    path = tiny_table(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "tff_idp.run", str(path), "--scale", "huge"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "--scale='huge'" in lines[0]
+    assert not (tmp_path / "results").exists()

@@ -1,0 +1,1 @@
+"""Reproduction harness: paper tables as configs, scales, the grid runner, Slurm, reports."""

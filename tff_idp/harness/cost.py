@@ -1,0 +1,90 @@
+"""What a table costs: example-steps and FLOPs of every unit, and GPU hours at paper scale.
+
+Method of estimation (stated in every report):
+* FLOPs of one example's forward pass counted from the Keras model's layers (Dense:
+  2 in out; Conv2D: 2 k_h k_w c_in c_out H_out W_out; LSTM: 8 (in + units) units per step;
+  normalisation, pooling and activations ignored, a few % at most); a training step costs
+  3x the forward pass (forward + backward for activations and weights).
+* Per unit: rounds x expected cohort (q n) x local example-steps (tau x batch, or epochs x
+  the client's examples) training, plus rounds / eval_every evaluations of the test set.
+* GPU time = FLOPs / (peak x utilisation). Default: an RTX A6000 (the GDPFed authors'
+  GPU, 38.7 fp32 TFLOP/s peak) at 25% utilisation, a typical figure for small-batch
+  per-client training with a batched cohort; the report also gives the FLOP rate this
+  machine's CPU achieved on the smoke runs, as a check on the model.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+GPU_PEAK_FLOPS = 38.7e12          # NVIDIA RTX A6000, fp32
+GPU_UTILISATION = 0.25
+
+# training examples of the real sets (for local epochs) and test-set sizes
+TRAIN_SIZES = {"fashion_mnist": 60000, "svhn_cropped": 73257, "cifar10": 50000,
+               "cifar100": 50000, "emnist_digits": 240000, "emnist": 697932,
+               "femnist": 341873, "femnist62": 671585, "tff_cifar100": 50000,
+               "shakespeare-leaf": 2982449, "tff_shakespeare": 2982449, "adult": 32561,
+               "digits": 1437, "adult-standin": 455}
+TEST_SIZES = {"fashion_mnist": 10000, "svhn_cropped": 26032, "cifar10": 10000,
+              "cifar100": 10000, "emnist_digits": 40000, "emnist": 116323, "femnist": 40832,
+              "femnist62": 77483, "tff_cifar100": 10000, "shakespeare-leaf": 672236,
+              "tff_shakespeare": 672236, "adult": 16281, "digits": 360, "adult-standin": 114}
+
+_FLOPS_CACHE: Dict[tuple, float] = {}
+
+
+def forward_flops(model) -> float:
+    """Forward FLOPs of one example through a built Keras model (see module docstring)."""
+    total = 0.0
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind == "Dense":
+            total += 2.0 * int(layer.kernel.shape[0]) * int(layer.kernel.shape[1])
+        elif kind == "Conv2D":
+            kh, kw, cin, cout = (int(d) for d in layer.kernel.shape)
+            h, w = (int(d) for d in layer.output.shape[1:3])
+            total += 2.0 * kh * kw * cin * cout * h * w
+        elif kind == "LSTM":
+            steps = int(layer.input.shape[1])
+            units, inp = int(layer.units), int(layer.input.shape[-1])
+            total += 8.0 * (inp + units) * units * steps
+        elif hasattr(layer, "layers"):               # nested models
+            total += forward_flops(layer)
+    return total
+
+
+def model_flops(model_name: str, dataset: str) -> float:
+    key = (model_name, dataset)
+    if key not in _FLOPS_CACHE:
+        from .. import models
+        from ..data.synthetic import SHAPES
+        real = dataset.split(":", 1)[-1]
+        shape, classes = SHAPES.get(real, ((64,), 10))
+        if shape == "text":
+            m = models.build(model_name, vocab_size=classes, seq_len=80, num_classes=classes)
+        else:
+            m = models.build(model_name, input_shape=shape, input_dim=int(np.prod(shape)),
+                             num_classes=classes)
+        _FLOPS_CACHE[key] = forward_flops(m)
+    return _FLOPS_CACHE[key]
+
+
+def unit_cost(cfg) -> dict:
+    """Example-steps and FLOPs of one run of ``cfg`` (one method, one seed)."""
+    real = cfg.dataset.split(":", 1)[-1]
+    train = TRAIN_SIZES.get(real, 3000)
+    test = cfg.test_examples or TEST_SIZES.get(real, 500)
+    cohort = cfg.expected_rate * cfg.num_clients
+    local = (cfg.local_epochs * train / cfg.num_clients if cfg.local_epochs
+             else cfg.local_steps * cfg.batch_size)
+    train_examples = cfg.rounds * cohort * local
+    evals = int(np.ceil(cfg.rounds / cfg.eval_every))
+    f = model_flops(cfg.model, cfg.dataset)
+    flops = 3.0 * f * train_examples + f * test * evals
+    return {"example_steps": train_examples, "flops": flops}
+
+
+def gpu_hours(flops: float) -> float:
+    return flops / (GPU_PEAK_FLOPS * GPU_UTILISATION) / 3600.0

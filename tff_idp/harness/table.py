@@ -1,0 +1,283 @@
+"""A paper table as a config: the grid, the seeds, the paper's hyperparameters and its numbers.
+
+A table file is TOML with a ``[table]`` section::
+
+    [table]
+    name = "gdpfed-table2"            # results go to <output_dir>/<name>/<scale>/
+    title = "..."                     # the paper's caption
+    source = "GDPFed (000) Table II"
+    kind = "train"                    # "train" (runs), "noise" (sigma^2 and Lambda, no
+                                      # training) or "rates" (Problem-1 rates, no training)
+    layout = "method x dataset"       # rows x columns of the rendered table, one of LAYOUTS
+    methods = ["p_fedavg", ...]
+    seeds = 3                         # seeds 0 .. seeds-1
+    figures = ["convergence"]         # optional: "convergence", "rates"
+
+    [base]                            # config keys shared by every cell (ExperimentConfig)
+    [datasets.FMNIST]                 # one block per data set: its keys (paper's Table I)
+    [axis]                            # optional swept key: key, labels, values, mode
+    [reference.FMNIST]                # the paper's numbers: method = value, or with an axis
+                                      # [reference.FMNIST.dp_fedavg] "label" = value
+
+``axis.mode = "scale"`` multiplies the cell's own value (a number or each entry of a list:
+Tables VI and VII scale C and the budgets); ``"set"`` replaces it. Every cell x method x
+seed is a *unit*: one run, one results folder. ``--scale`` shrinks every unit consistently
+(see :data:`SCALES`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import tomllib
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..config import ConfigError, ExperimentConfig, from_mapping, validate
+from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
+
+LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
+           "dataset/method x value")
+KINDS = ("train", "noise", "rates")
+TABLE_KEYS = {"name", "title", "source", "kind", "layout", "methods", "seeds", "figures",
+              "notes", "rates_sweep"}
+OFFLINE = {"digits", "adult-standin"}
+
+
+def _fail(key, value, why):
+    raise ConfigError(f"{key}={value!r}: {why}")
+
+
+# --scale: how every unit shrinks. smoke: wiring on 2 CPU cores in minutes, on synthetic
+# stand-ins of the real sets' shapes; laptop: the real data, fewer rounds and clients;
+# paper: as written.
+SCALES = {
+    "smoke": dict(rounds=2, num_clients=60, min_cohort=6, local_steps=1, local_epochs=1,
+                  batch_size=8, test_examples=200, seeds=1, synthetic=True),
+    "laptop": dict(rounds=20, num_clients=600, min_cohort=20, local_steps=None,
+                   local_epochs=2, batch_size=None, test_examples=2000, seeds=None,
+                   synthetic=False),
+    "paper": {},
+}
+
+
+def scale_values(values: dict, scale: str) -> dict:
+    """A unit's config values shrunk to ``scale``: rounds, clients, local work and test
+    set capped; the expected rate raised so the expected cohort stays >= min_cohort; at
+    smoke, a data set that is not shipped offline becomes its synthetic stand-in (natural
+    clients then become an IID split)."""
+    s = SCALES[scale]
+    if not s:
+        return dict(values)
+    v = dict(values)
+    defaults = ExperimentConfig()
+
+    def get(k):
+        return v.get(k, getattr(defaults, k))
+
+    v["rounds"] = min(get("rounds"), s["rounds"])
+    n = min(get("num_clients"), s["num_clients"])
+    v["num_clients"] = n
+    v["expected_rate"] = min(1.0, max(get("expected_rate"), s["min_cohort"] / n))
+    if v.get("rates") is not None:
+        v.pop("rates")               # fixed per-group rates are for the paper's n
+    if s["local_steps"] is not None:
+        v["local_steps"] = min(get("local_steps"), s["local_steps"])
+    if get("local_epochs") is not None:
+        v["local_epochs"] = min(get("local_epochs"), s["local_epochs"])
+    if s["batch_size"] is not None:
+        v["batch_size"] = min(get("batch_size"), s["batch_size"])
+    current = get("test_examples")
+    v["test_examples"] = s["test_examples"] if current is None else min(current,
+                                                                        s["test_examples"])
+    if s["synthetic"] and get("dataset") not in OFFLINE:
+        if get("dataset") in SYNTHETIC_SHAPES:
+            v["dataset"] = SYNTHETIC + get("dataset")
+            if get("partition") == "natural":
+                v["partition"] = "iid"
+    return v
+
+
+@dataclasses.dataclass
+class Axis:
+    key: str
+    labels: List[str]
+    values: list
+    mode: str = "set"
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """One run: a cell (data set label, axis label) x method x seed."""
+    table: str
+    dataset: str
+    column: Optional[str]
+    method: str
+    seed: int
+    cfg: ExperimentConfig
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        return "/".join(x for x in (self.dataset, self.column, self.method, f"seed{self.seed}")
+                        if x)
+
+
+@dataclasses.dataclass
+class TableSpec:
+    path: Path
+    name: str
+    title: str
+    source: str
+    kind: str
+    layout: str
+    methods: List[str]
+    seeds: int
+    figures: List[str]
+    base: dict
+    datasets: Dict[str, dict]
+    axis: Optional[Axis]
+    reference: dict
+    notes: str = ""
+    rates_sweep: Optional[dict] = None
+
+    def cell_values(self, dataset: str, column: Optional[int]) -> dict:
+        v = dict(self.base)
+        v.update(self.datasets[dataset])
+        if self.axis is not None and column is not None:
+            a = self.axis
+            value = a.values[column]
+            if a.mode == "scale":
+                cur = v.get(a.key, getattr(ExperimentConfig(), a.key))
+                value = [x * value for x in cur] if isinstance(cur, list) else cur * value
+            v[a.key] = value
+        return v
+
+    def columns(self) -> List[Optional[int]]:
+        return list(range(len(self.axis.labels))) if self.axis is not None else [None]
+
+    def out_root(self, scale: str, output_dir: Optional[str] = None) -> Path:
+        return Path(output_dir or self.base.get("output_dir", "results")) / self.name / scale
+
+    def reference_value(self, dataset: str, method: str, column: Optional[str]):
+        ref = self.reference.get(dataset, {})
+        r = ref.get(method)
+        if isinstance(r, dict):
+            return r.get(column) if column is not None else r
+        return r
+
+
+def is_table(path: str) -> bool:
+    try:
+        return "table" in tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+
+
+def load_table(path: str) -> TableSpec:
+    p = Path(path)
+    if not p.is_file():
+        _fail("config", str(path), "no such file")
+    try:
+        raw = tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+    unknown = set(raw) - {"table", "base", "datasets", "axis", "reference"}
+    if unknown:
+        _fail(sorted(unknown)[0], "...", "unknown section; a table has [table], [base], "
+              "[datasets.X], [axis], [reference.X]")
+    t = raw["table"]
+    for k in t:
+        if k not in TABLE_KEYS:
+            _fail(f"table.{k}", t[k], f"unknown key; valid: {', '.join(sorted(TABLE_KEYS))}")
+    for k in ("name", "title", "kind", "layout"):
+        if not isinstance(t.get(k), str) or not t[k]:
+            _fail(f"table.{k}", t.get(k), "must be a non-empty string")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", t["name"]):
+        _fail("table.name", t["name"], "letters, digits, '-', '_' and '.' only")
+    if t["kind"] not in KINDS:
+        _fail("table.kind", t["kind"], f"must be one of {', '.join(KINDS)}")
+    if t["layout"] not in LAYOUTS:
+        _fail("table.layout", t["layout"], f"must be one of {', '.join(LAYOUTS)}")
+    seeds = t.get("seeds", 3)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds <= 0:
+        _fail("table.seeds", seeds, "must be a positive number of seeds")
+    methods = t.get("methods")
+    if not isinstance(methods, list) or not methods:
+        _fail("table.methods", methods, "the grid is empty: list at least one method")
+    datasets = raw.get("datasets") or {}
+    if not datasets:
+        _fail("datasets", datasets, "the grid is empty: add at least one [datasets.X] block")
+    axis = None
+    if "axis" in raw:
+        a = raw["axis"]
+        if set(a) - {"key", "labels", "values", "mode"}:
+            _fail("axis", sorted(set(a) - {"key", "labels", "values", "mode"})[0],
+                  "unknown key; valid: key, labels, values, mode")
+        if a.get("key") not in {f.name for f in dataclasses.fields(ExperimentConfig)}:
+            _fail("axis.key", a.get("key"), "is not a config key")
+        labels, values = a.get("labels"), a.get("values")
+        if not isinstance(values, list) or not values:
+            _fail("axis.values", values, "the grid is empty: give at least one value")
+        labels = labels if labels is not None else [str(x) for x in values]
+        if len(labels) != len(values):
+            _fail("axis.labels", labels, f"needs {len(values)} labels, one per value")
+        if a.get("mode", "set") not in ("set", "scale"):
+            _fail("axis.mode", a.get("mode"), "must be 'set' or 'scale'")
+        axis = Axis(a["key"], [str(x) for x in labels], values, a.get("mode", "set"))
+    figures = t.get("figures", [])
+    for f in figures:
+        if f not in ("convergence", "rates"):
+            _fail("table.figures", f, "must be 'convergence' or 'rates'")
+    for ds, block in datasets.items():
+        if not isinstance(block, dict):
+            _fail(f"datasets.{ds}", block, "must be a table of config keys")
+    for ds in raw.get("reference", {}):
+        if ds not in datasets:
+            _fail("reference", ds, f"is not one of the data sets {sorted(datasets)}")
+    spec = TableSpec(p, t["name"], t["title"], t.get("source", ""), t["kind"], t["layout"],
+                     methods, seeds, figures, raw.get("base", {}), datasets, axis,
+                     raw.get("reference", {}), t.get("notes", ""), t.get("rates_sweep"))
+    if "axis" in spec.layout and axis is None:
+        _fail("table.layout", spec.layout, "needs an [axis]")
+    return spec
+
+
+def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> List[Unit]:
+    """Every unit of the table at ``scale``, each config validated (a bad cell is a one-line
+    error naming the cell)."""
+    if scale not in SCALES:
+        _fail("--scale", scale, f"no such scale; choose from {', '.join(SCALES)}")
+    s = SCALES[scale]
+    seeds = range(min(spec.seeds, s.get("seeds") or spec.seeds))
+    root = spec.out_root(scale, output_dir)
+    units = []
+    for ds in spec.datasets:
+        for col in spec.columns():
+            label = spec.axis.labels[col] if col is not None else None
+            values = spec.cell_values(ds, col)
+            values.pop("reference", None)
+            values = scale_values(values, scale)
+            folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
+            for method in spec.methods:
+                for seed in seeds:
+                    v = dict(values, methods=[method], seed=seed,
+                             name=_slug(f"{spec.name}-{scale}-{ds}-{label or ''}"))
+                    if output_dir is not None:
+                        v["output_dir"] = output_dir
+                    try:
+                        cfg = validate(from_mapping(v))
+                    except ConfigError as e:
+                        raise ConfigError(f"[{ds}{'/' + label if label else ''}] {e}") from e
+                    units.append(Unit(spec.name, ds, label, method, seed, cfg,
+                                      folder_cell / f"{method}-seed{seed}"))
+    return units
+
+
+def _slug(text: str) -> str:
+    text = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_")
+    return text or "_"
+
+
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -1,0 +1,352 @@
+"""python -m tff_idp.report TABLE.toml [--scale smoke|laptop|paper] [--out DIR]
+
+Aggregates a table's results over seeds (mean and sample std), renders the table in the
+paper's shape with our number, the paper's number and the difference in each cell, as
+Markdown (``report.md``) and CSV (``report.csv``, one row per cell x method), and draws the
+table's figures as PNG: convergence curves (mean test accuracy per round, one line per
+method, one panel per data set) and Problem-1 rates against epsilon_1. ``noise`` and
+``rates`` tables are computed (no training) at the paper's settings. Only complete results
+folders are read; missing units are listed, never filled in. Default output folder:
+``<output_dir>/<table>/<scale>/report/``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .config import ConfigError
+from .harness.table import TableSpec, Unit, expand, load_table
+from .harness.runner import unit_complete
+
+
+def _mean_std(values: List[float]):
+    if not values:
+        return None, None
+    v = np.asarray(values, float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def _read_json(path: Path) -> dict:
+    import json
+    return json.loads(path.read_text())
+
+
+def collect(units: List[Unit]) -> Dict[tuple, dict]:
+    """{(dataset, column, method): {"acc": [...], "seconds": [...], "notes": set, "curves":
+    [[acc per round]], "missing": [labels]}} from the complete results folders."""
+    cells: Dict[tuple, dict] = {}
+    for u in units:
+        c = cells.setdefault((u.dataset, u.column, u.method),
+                             {"acc": [], "seconds": [], "notes": set(), "curves": [],
+                              "missing": [], "example_steps": 0.0})
+        if not unit_complete(u):
+            c["missing"].append(u.label)
+            continue
+        s = _read_json(u.folder / "summary.json")
+        c["acc"].append(100.0 * float(s["final_test_accuracy"]))
+        c["seconds"].append(float(s["seconds_total"]))
+        if s.get("data_note"):
+            c["notes"].add(s["data_note"])
+        with open(u.folder / "metrics.csv") as f:
+            c["curves"].append([100.0 * float(r["test_accuracy"]) if r.get("test_accuracy")
+                                not in (None, "", "nan") else math.nan
+                                for r in csv.DictReader(f)])
+    return cells
+
+
+def _fmt_cell(mean, std, paper, seeds: int = 2) -> str:
+    if mean is None:
+        ours = "missing"
+    elif seeds == 1:
+        ours = f"{mean:.2f} (1 seed)"
+    else:
+        ours = f"{mean:.2f} ± {std:.2f}"
+    if paper is None or not isinstance(paper, (int, float)):
+        return ours
+    diff = "" if mean is None else f" ({mean - paper:+.2f})"
+    return f"{ours} / {paper:.2f}{diff}"
+
+
+def train_table(spec: TableSpec, cells: Dict[tuple, dict]):
+    """(markdown table text, csv rows) in the paper's layout."""
+    rows_csv = []
+    for (ds, col, method), c in cells.items():
+        mean, std = _mean_std(c["acc"])
+        paper = spec.reference_value(ds, method, col)
+        paper = paper if isinstance(paper, (int, float)) else None
+        rows_csv.append({"dataset": ds, "column": col or "", "method": method,
+                         "seeds_done": len(c["acc"]), "seeds_missing": len(c["missing"]),
+                         "ours_mean": "" if mean is None else round(mean, 3),
+                         "ours_std": "" if std is None else round(std, 3),
+                         "paper": "" if paper is None else paper,
+                         "difference": "" if mean is None or paper is None else
+                         round(mean - paper, 3)})
+    datasets = list(spec.datasets)
+    labels = spec.axis.labels if spec.axis is not None else [None]
+
+    def cell(ds, col, method):
+        c = cells.get((ds, col, method))
+        mean, std = _mean_std(c["acc"]) if c else (None, None)
+        paper = spec.reference_value(ds, method, col)
+        return _fmt_cell(mean, std, paper if isinstance(paper, (int, float)) else None,
+                         len(c["acc"]) if c else 0)
+
+    layout = spec.layout
+    if layout == "method x dataset":
+        head = ["Method"] + datasets
+        body = [[m] + [cell(ds, None, m) for ds in datasets] for m in spec.methods]
+    elif layout == "method x axis":
+        ds = datasets[0]
+        head = ["Method"] + labels
+        body = [[m] + [cell(ds, lab, m) for lab in labels] for m in spec.methods]
+    elif layout == "axis x dataset":
+        m = spec.methods[0]
+        head = [spec.axis.key] + datasets
+        body = [[lab] + [cell(ds, lab, m) for ds in datasets] for lab in labels]
+    else:   # dataset/method x axis
+        head = ["Dataset", "Method"] + labels
+        body = [[ds, m] + [cell(ds, lab, m) for lab in labels]
+                for ds in datasets for m in spec.methods]
+    return _markdown(head, body), rows_csv
+
+
+def _markdown(head, body) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in body]
+    return "\n".join(out)
+
+
+def noise_table(spec: TableSpec):
+    """sigma per group and Lambda of every (data set, method), at the paper's settings."""
+    from .config import from_mapping, validate
+    from .engine.experiment import plan_all, plan_summary
+    head = ["Method"] + list(spec.datasets)
+    body, rows_csv = [], []
+    results = {}
+    for ds in spec.datasets:
+        values = spec.cell_values(ds, None)
+        cfg = validate(from_mapping(dict(values, methods=spec.methods)))
+        _, setting, plans = plan_all(cfg)
+        for m in spec.methods:
+            results[(ds, m)] = plan_summary(plans[m], setting)
+    for m in spec.methods:
+        row = [m]
+        for ds in spec.datasets:
+            r = results[(ds, m)]
+            sig = np.sqrt(r["noise_multipliers_sq"])
+            sig = sig[:1] if m == "dp_fedavg" else sig
+            lam = r.get("noise_magnitude")
+            ours = "(" + ", ".join(f"{x:.2f}" for x in sig ** 2) + f") / {lam:.2f}"
+            ref = spec.reference_value(ds, m, None) or {}
+            paper = ""
+            if ref:
+                paper = "(" + ", ".join(f"{x:.2f}" for x in ref["sigma_sq"]) + \
+                    f") / {ref['Lambda']:.2f}"
+            row.append(ours + (f" vs paper {paper}" if paper else ""))
+            rows_csv.append({"dataset": ds, "method": m,
+                             "sigma": " ".join(f"{x:.4f}" for x in sig),
+                             "sigma_sq": " ".join(f"{x:.4f}" for x in sig ** 2),
+                             "Lambda": round(lam, 4),
+                             "rates_%": " ".join(f"{100 * q:.3f}" for q in r["rates"]),
+                             "paper_sigma_sq": " ".join(str(x) for x in ref.get("sigma_sq", [])),
+                             "paper_Lambda": ref.get("Lambda", "")})
+        body.append(row)
+    return _markdown(head, body), rows_csv
+
+
+def rates_sweep(spec: TableSpec):
+    """Problem-1 rates for every epsilon_1 of ``rates_sweep`` (Figure 1): {dataset: (eps1
+    values, rates array [len(eps), M])}."""
+    from .config import from_mapping, validate
+    from .data import assign_groups
+    from .privacy import gdpfed
+    out = {}
+    for ds in spec.datasets:
+        cfg = validate(from_mapping(dict(spec.cell_values(ds, None), methods=["gdpfed_plus"])))
+        sizes = np.bincount(assign_groups(cfg.num_clients, cfg.group_ratios, cfg.seed),
+                            minlength=len(cfg.budgets))
+        eps1 = spec.rates_sweep[ds]
+        rates = []
+        for e in eps1:
+            budgets = [e] + list(cfg.budgets[1:])
+            rates.append(gdpfed.optimal_sampling_rates(budgets, sizes, cfg.expected_rate,
+                                                       cfg.rounds, cfg.resolved_delta,
+                                                       cfg.local_lr, cfg.local_steps))
+        out[ds] = (list(eps1), np.asarray(rates))
+    return out
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_convergence(spec: TableSpec, cells, path: Path) -> Optional[Path]:
+    plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+    datasets = list(spec.datasets)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.4),
+                             squeeze=False)
+    drawn = False
+    for ax, ds in zip(axes[0], datasets):
+        for m in spec.methods:
+            c = cells.get((ds, None, m)) or cells.get(
+                (ds, spec.axis.labels[0] if spec.axis else None, m))
+            if not c or not c["curves"]:
+                continue
+            curves = np.asarray(c["curves"], float)
+            mean = np.nanmean(curves, axis=0)
+            x = np.arange(1, len(mean) + 1)
+            ax.plot(x, mean, label=m, marker="o" if len(x) < 12 else None)
+            if len(curves) > 1:
+                sd = np.nanstd(curves, axis=0)
+                ax.fill_between(x, mean - sd, mean + sd, alpha=0.2)
+            drawn = True
+        ax.set_title(ds)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("round")
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+    if not drawn:
+        plt.close(fig)
+        return None
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{spec.name}: convergence (mean over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_rates(spec: TableSpec, sweep, path: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(sweep), figsize=(4.5 * len(sweep), 3.5), squeeze=False)
+    for ax, (ds, (eps, rates)) in zip(axes[0], sweep.items()):
+        for g in range(rates.shape[1]):
+            ax.plot(eps, 100 * rates[:, g], marker="o", label=f"q_{g + 1}")
+        ref = spec.reference_value(ds, "gdpfed_plus", None)
+        if isinstance(ref, dict) and "rates_%" in ref:
+            cfg_eps = spec.cell_values(ds, None)["budgets"][0]
+            for g, q in enumerate(ref["rates_%"]):
+                ax.plot([cfg_eps], [q], marker="x", color="k", linestyle="none",
+                        label="paper (Table I)" if g == 0 else None)
+        ax.set_title(ds)
+        ax.set_xlabel("epsilon_1")
+        ax.set_ylabel("sampling rate (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{spec.name}: optimal sampling rates (Problem 1)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
+    """Measured time at this scale and estimated GPU hours at paper scale."""
+    from .harness import cost
+    lines = []
+    secs = sum(sum(c["seconds"]) for c in cells.values())
+    done = sum(len(c["acc"]) for c in cells.values())
+    lines.append(f"- Training time of the {done} complete runs at `{scale}` scale on this "
+                 f"machine: {secs:.0f} s (sum of per-run training time; excludes start-up).")
+    units_here = expand(spec, scale)
+    here_flops = sum(cost.unit_cost(u.cfg)["flops"] for u in units_here if unit_complete(u))
+    if secs > 0 and here_flops > 0:
+        lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "
+                     "(model FLOPs / training time).")
+    paper_units = expand(spec, "paper")
+    flops = sum(cost.unit_cost(u.cfg)["flops"] for u in paper_units)
+    lines.append(f"- Paper scale: {len(paper_units)} runs, {flops / 1e15:.1f} PFLOP; estimated "
+                 f"{cost.gpu_hours(flops):.1f} GPU-hours on one RTX A6000 at "
+                 f"{100 * cost.GPU_UTILISATION:.0f}% of its fp32 peak (method: "
+                 "`tff_idp/harness/cost.py`).")
+    return lines
+
+
+def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Path:
+    out = Path(out) if out is not None else spec.out_root(scale) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
+    if spec.notes:
+        md += ["", spec.notes]
+    figures = []
+    if spec.kind == "train":
+        units = expand(spec, scale)
+        cells = collect(units)
+        text, rows_csv = train_table(spec, cells)
+        missing = [m for c in cells.values() for m in c["missing"]]
+        notes = sorted({n for c in cells.values() for n in c["notes"]})
+        md += ["", f"Scale `{scale}`: {len(units) - len(missing)} of {len(units)} runs "
+               f"complete. Each cell: ours (mean ± std over seeds) / paper (ours - paper); "
+               "test accuracy in %.", ""]
+        if notes:
+            md += ["**Data:** " + "; ".join(notes) + ". Numbers on stand-in data check the "
+                   "wiring only; they are not comparable with the paper's.", ""]
+        md += [text, ""]
+        if missing:
+            md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
+                   (" ..." if len(missing) > 20 else ""), ""]
+        md += ["## Cost", ""] + cost_lines(spec, cells, scale)
+        if "convergence" in spec.figures:
+            p = plot_convergence(spec, cells, out / "convergence.png")
+            if p:
+                figures.append(p)
+    elif spec.kind == "noise":
+        text, rows_csv = noise_table(spec)
+        md += ["", "Computed at the paper's settings (no training; `--scale` does not apply). "
+               "Each cell: our sigma_m^2 per group / Lambda, then the paper's printed numbers.",
+               "", text]
+    else:
+        sweep = rates_sweep(spec)
+        rows_csv = []
+        md += ["", "Problem-1 rates (%) computed at the paper's settings (no training).", ""]
+        for ds, (eps, rates) in sweep.items():
+            head = ["epsilon_1"] + [f"q_{g + 1} %" for g in range(rates.shape[1])]
+            body = [[f"{e:g}"] + [f"{100 * q:.2f}" for q in r] for e, r in zip(eps, rates)]
+            md += [f"### {ds}", "", _markdown(head, body), ""]
+            for e, r in zip(eps, rates):
+                rows_csv.append({"dataset": ds, "epsilon_1": e,
+                                 **{f"q{g + 1}_%": round(100 * q, 4) for g, q in enumerate(r)}})
+        figures.append(plot_rates(spec, sweep, out / "rates.png"))
+    for f in figures:
+        md += ["", f"![{f.stem}]({f.name})"]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    buf = io.StringIO()
+    if rows_csv:
+        w = csv.DictWriter(buf, fieldnames=list(rows_csv[0].keys()))
+        w.writeheader()
+        w.writerows(rows_csv)
+    (out / "report.csv").write_text(buf.getvalue())
+    return out / "report.md"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tff_idp.report",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("table")
+    p.add_argument("--scale", default="paper")
+    p.add_argument("--out", default=None, help="output folder")
+    args = p.parse_args(argv)
+    try:
+        spec = load_table(args.table)
+        expand(spec, args.scale)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    path = write_report(spec, args.scale, Path(args.out) if args.out else None)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
