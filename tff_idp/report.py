@@ -107,9 +107,9 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict]):
         head = ["Method"] + labels
         body = [[m] + [cell(ds, lab, m) for lab in labels] for m in spec.methods]
     elif layout == "axis x dataset":
-        m = spec.methods[0]
-        head = [spec.axis.key] + datasets
-        body = [[lab] + [cell(ds, lab, m) for ds in datasets] for lab in labels]
+        head = [spec.axis.key if spec.axis.key != "*" else "setting"] + datasets
+        body = [[lab] + [cell(ds, lab, spec.methods_of(ds, lab)[0]) for ds in datasets]
+                for lab in labels]
     else:   # dataset/method x axis
         head = ["Dataset", "Method"] + labels
         body = [[ds, m] + [cell(ds, lab, m) for lab in labels]

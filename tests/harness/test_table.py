@@ -12,10 +12,11 @@ from tff_idp.harness.table import SCALES, expand, load_table, scale_values
 from .conftest import tiny_table
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = sorted((ROOT / "runs" / "gdpfed").glob("*.toml"))
+TABLES = sorted((ROOT / "runs" / "gdpfed").glob("*.toml")) + [
+    ROOT / "runs" / "idp_fedavg" / "table1.toml"]
 
 
-@pytest.mark.parametrize("path", TABLES, ids=[p.stem for p in TABLES])
+@pytest.mark.parametrize("path", TABLES, ids=[f"{p.parent.name}/{p.stem}" for p in TABLES])
 def test_gdpfed_tables_expand_at_every_scale(path):
     spec = load_table(str(path))
     assert spec.seeds == 3 or spec.kind != "train"
@@ -33,7 +34,8 @@ def test_gdpfed_tables_expand_at_every_scale(path):
     # every reference names a real cell
     for ds, methods in spec.reference.items():
         for m, v in methods.items():
-            assert m in spec.methods
+            assert m in spec.methods or any(
+                m in spec.methods_of(ds, lab) for lab in (spec.axis.labels if spec.axis else []))
             if isinstance(v, dict) and spec.axis is not None and spec.kind == "train":
                 assert set(v) <= set(spec.axis.labels)
 
@@ -98,3 +100,14 @@ def test_cli_refuses_a_bad_table_before_any_work(tmp_path):
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "--scale='huge'" in lines[0]
     assert not (tmp_path / "results").exists()
+
+
+def test_paper004_table1_cells_set_budgets_per_data_set():
+    spec = load_table(str(ROOT / "runs" / "idp_fedavg" / "table1.toml"))
+    units = {(u.dataset, u.column, u.method): u.cfg for u in expand(spec, "paper")
+             if u.seed == 0}
+    assert len(units) == 25
+    assert units[("SVHN-IID", "100-0-0", "idp_fedavg")].budgets == [10.0]
+    assert units[("FEMNIST", "54-37-9", "idp_fedavg")].group_ratios == [0.54, 0.37, 0.09]
+    assert units[("FEMNIST", "0-0-0", "p_fedavg")].partition == "natural"
+    assert spec.reference_value("CIFAR-10-Pachinko", "idp_fedavg", "100-0-0") == 16.8

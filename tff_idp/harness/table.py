@@ -20,7 +20,10 @@ A table file is TOML with a ``[table]`` section::
                                       # [reference.FMNIST.dp_fedavg] "label" = value
 
 ``axis.mode = "scale"`` multiplies the cell's own value (a number or each entry of a list:
-Tables VI and VII scale C and the budgets); ``"set"`` replaces it. Every cell x method x
+Tables VI and VII scale C and the budgets); ``"set"`` replaces it. ``axis.key = "*"`` makes
+every value a table of config keys set together (paper 004's privacy distributions change
+budgets, ratios and, for the non-private column, ``methods``; a key given as a table of
+data-set labels, e.g. ``budgets = { FEMNIST = [1.0], SVHN = [10.0] }``, differs per data set). Every cell x method x
 seed is a *unit*: one run, one results folder. ``--scale`` shrinks every unit consistently
 (see :data:`SCALES`).
 """
@@ -147,11 +150,23 @@ class TableSpec:
         if self.axis is not None and column is not None:
             a = self.axis
             value = a.values[column]
+            if a.key == "*":
+                # a key whose value is a table of data-set labels differs per data set
+                v.update({k: (x[dataset] if isinstance(x, dict) else x)
+                          for k, x in value.items()})
+                return v
             if a.mode == "scale":
                 cur = v.get(a.key, getattr(ExperimentConfig(), a.key))
                 value = [x * value for x in cur] if isinstance(cur, list) else cur * value
             v[a.key] = value
         return v
+
+    def methods_of(self, dataset: str, column: Optional[str]) -> List[str]:
+        """The methods run in a cell (an axis value may set its own ``methods``)."""
+        if self.axis is not None and column is not None and self.axis.key == "*":
+            value = self.axis.values[self.axis.labels.index(column)]
+            return value.get("methods", self.methods)
+        return self.methods
 
     def columns(self) -> List[Optional[int]]:
         return list(range(len(self.axis.labels))) if self.axis is not None else [None]
@@ -214,8 +229,11 @@ def load_table(path: str) -> TableSpec:
         if set(a) - {"key", "labels", "values", "mode"}:
             _fail("axis", sorted(set(a) - {"key", "labels", "values", "mode"})[0],
                   "unknown key; valid: key, labels, values, mode")
-        if a.get("key") not in {f.name for f in dataclasses.fields(ExperimentConfig)}:
-            _fail("axis.key", a.get("key"), "is not a config key")
+        keys = {f.name for f in dataclasses.fields(ExperimentConfig)}
+        if a.get("key") != "*" and a.get("key") not in keys:
+            _fail("axis.key", a.get("key"), "is not a config key (or '*')")
+        if a.get("key") == "*" and not all(isinstance(x, dict) for x in a.get("values") or []):
+            _fail("axis.values", a.get("values"), "with key='*' every value is a table of keys")
         labels, values = a.get("labels"), a.get("values")
         if not isinstance(values, list) or not values:
             _fail("axis.values", values, "the grid is empty: give at least one value")
@@ -259,7 +277,7 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             values.pop("reference", None)
             values = scale_values(values, scale)
             folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
-            for method in spec.methods:
+            for method in values.pop("methods", spec.methods):
                 for seed in seeds:
                     v = dict(values, methods=[method], seed=seed,
                              name=_slug(f"{spec.name}-{scale}-{ds}-{label or ''}"))
