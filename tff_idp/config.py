@@ -64,6 +64,8 @@ class ExperimentConfig:
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
     rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus)
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
+    # idp_fedavg's adaptive clipping: "ours" (seeded, both backends) or "tff" (TFF's factory)
+    adaptive_clipping: str = "ours"
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     seed: int = 0
@@ -198,6 +200,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("accountant", cfg.accountant, "must be 'rdp' or 'pld'")
     if cfg.group_weighting not in ("paper", "normalized"):
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
+    if cfg.adaptive_clipping not in ("ours", "tff"):
+        _fail("adaptive_clipping", cfg.adaptive_clipping, "must be 'ours' or 'tff'")
     if cfg.backend not in ("tff", "fast"):
         _fail("backend", cfg.backend, "must be 'tff' or 'fast'")
     if cfg.device not in ("auto", "cpu", "gpu"):

@@ -23,12 +23,13 @@ def clip_by_l2(tensors, clip):
     return [t * scale for t in tensors], norm, tf.cast(norm > clip, tf.float32)
 
 
-def gaussian_noise_like(tensors, stddev, seed):
+def gaussian_noise_like(tensors, stddev, seed, stream: int = 0):
     """Independent N(0, stddev^2) per coordinate, from a stateless seed (int32[2]): the same
-    seed gives the same noise, whatever runner draws it."""
+    seed gives the same noise, whatever runner draws it. ``stream`` separates independent
+    draws from one seed (0: the update, 1: adaptive clipping's bit)."""
     out = []
     for i, t in enumerate(tensors):
-        s = tf.random.experimental.stateless_fold_in(seed, i)
+        s = tf.random.experimental.stateless_fold_in(seed, i + stream * (1 << 20))
         out.append(tf.random.stateless_normal(tf.shape(t), s, dtype=t.dtype) * stddev)
     return out
 

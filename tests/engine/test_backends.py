@@ -44,7 +44,8 @@ def _silence(exp, method):
 
 
 @pytest.mark.parametrize("method,noise", [("p_fedavg", False), ("dp_fedavg", False),
-                                          ("gdpfed_plus", False), ("gdpfed_plus", True)])
+                                          ("gdpfed_plus", False), ("gdpfed_plus", True),
+                                          ("idp_fedavg", True)])
 def test_fast_backend_matches_tff_backend(method, noise):
     exp = _experiment(f'["{method}"]')
     if not noise:
@@ -63,13 +64,18 @@ def test_clipping_is_active_in_the_dp_case():
 
 
 def test_unsupported_methods_fail_clearly():
-    exp = _experiment('["idp_fedavg", "pfa"]')
+    exp = _experiment('["idp_fedavg", "pfa"]', ['adaptive_clipping="tff"'])
     for method in ("idp_fedavg", "pfa"):
         with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
             loop.run_method(exp, method, progress=False, backend="fast")
 
 
-def test_adaptive_clip_count_noise_keeps_tffs_default_when_it_is_valid():
-    from tff_idp.engine.loop import clipped_count_stddev
-    assert clipped_count_stddev(1.77, 30) == pytest.approx(1.5)      # paper 004's cohort
-    assert clipped_count_stddev(1.77, 6) == 1.77                      # TFF would refuse 0.3
+def test_adaptive_clip_trajectory_is_the_same_on_both_backends():
+    """IDP-FedAvg (seeded adaptive clipping, noise on): same clips round by round."""
+    exp = _experiment('["idp_fedavg"]', ["rounds=3"])
+    tff_rows, _, _ = loop.run_method(exp, "idp_fedavg", progress=False, backend="tff")
+    fast_rows, _, _ = loop.run_method(exp, "idp_fedavg", progress=False, backend="fast")
+    clips = [r["adaptive_clip"] for r in tff_rows]
+    assert clips == pytest.approx([r["adaptive_clip"] for r in fast_rows], rel=1e-5)
+    assert clips[0] != pytest.approx(0.1) and len(set(clips)) == 3
+

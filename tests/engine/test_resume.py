@@ -27,7 +27,7 @@ def _metrics(out, method):
         return [{k: r[k] for k in METRICS} for r in csv.DictReader(f)]
 
 
-@pytest.mark.parametrize("method", ["gdpfed_plus"])
+@pytest.mark.parametrize("method", ["gdpfed_plus", "idp_fedavg"])
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     whole, killed = tmp_path / "whole", tmp_path / "killed"

@@ -21,6 +21,7 @@ The state holds the per-group parameters, so a process may change them between r
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 from typing import Optional, Sequence
 
@@ -32,6 +33,20 @@ from .. import dpmath
 
 STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fractions",
               "private")
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveClipping:
+    """Adaptive clipping of Andrew et al. (2021), Alg. 1, on the shared clip of every group:
+    each client also reports (1[norm <= C] - 1/2) with its share of N(0, count_stddev^2); the
+    server forms b = noised sum / expected cohort + 1/2 and sets C <- C exp(-lr (b - target)).
+    The update noise is value_noise_multiplier x the current C (Thm. 1 splits the total z
+    between the two, ``tff_idp.privacy.idp.value_noise_multiplier``). Same algorithm as TFF's
+    ``DifferentiallyPrivateFactory.gaussian_adaptive``, with our seeded noise."""
+    value_noise_multiplier: float
+    count_stddev: float
+    target_quantile: float = 0.5
+    learning_rate: float = 0.2
 
 
 class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
@@ -50,7 +65,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
-                 keep_fractions: Optional[Sequence[float]] = None):
+                 keep_fractions: Optional[Sequence[float]] = None,
+                 adaptive: Optional[AdaptiveClipping] = None):
         m = len(clips)
         r = np.asarray(expected_cohorts, dtype=float)
         if len(noise_stddevs) != m or len(r) != m:
@@ -65,10 +81,19 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             raise ValueError(f"keep_fractions={list(k)} must be in [0, 1]")
         private = np.asarray([s > 0 or not math.isinf(c) for c, s in zip(clips, noise_stddevs)])
         self.num_groups = m
+        self.adaptive = adaptive
         self._params = collections.OrderedDict(
             clips=np.asarray(clips, np.float32), noise_stddevs=np.asarray(noise_stddevs, np.float32),
             expected_cohorts=r.astype(np.float32), weights=w.astype(np.float32),
             keep_fractions=k.astype(np.float32), private=private.astype(np.float32))
+        if adaptive is not None:
+            if len(set(np.asarray(clips, float).tolist())) != 1:
+                raise ValueError("adaptive clipping adapts one clip shared by every group")
+            self._params.update(
+                value_noise_multiplier=np.float32(adaptive.value_noise_multiplier),
+                count_stddev=np.float32(adaptive.count_stddev),
+                target_quantile=np.float32(adaptive.target_quantile),
+                clip_learning_rate=np.float32(adaptive.learning_rate))
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
         m = self.num_groups
@@ -98,12 +123,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         @tff.tensorflow.computation(value_type, state_type, tff.TensorType(np.float32, [m]))
         def client_step(value, state, counts):
             update = _as_container(value.update)
-            noised, norm, was_clipped = self.client_math(
+            noised, norm, was_clipped, bit = self.client_math(
                 tf.nest.flatten(update), value.group, value.seed, state, counts)
             # place the update in its group's row: an [M, ...] tensor per weight tensor
             grouped = [tf.reshape(value.group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
                        for t in noised]
-            stats = collections.OrderedDict(norm=norm, clipped=was_clipped)
+            stats = collections.OrderedDict(norm=norm, clipped=was_clipped, bit=bit)
             return (tf.nest.pack_sequence_as(update, grouped), stats,
                     self._client_extra(value, noised))
 
@@ -127,7 +152,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                 clipped_fraction=stat_sums["clipped"] / total,
                 mean_update_norm=stat_sums["norm"] / total,
                 noise_stddev_per_group=state["noise_stddevs"],
-                kept_fraction_per_group=kept_fraction)
+                kept_fraction_per_group=kept_fraction,
+                clip=state["clips"][0])
+
+        @tff.tensorflow.computation(state_type, client_step.type_signature.result[1])
+        def update_state(state, stat_sums):
+            return self.state_update_math(state, stat_sums["bit"])
 
         @tff.federated_computation(init_fn.type_signature.result,
                                    tff.FederatedType(value_type, tff.CLIENTS))
@@ -141,8 +171,10 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             extra_sum = tff.federated_sum(extra)
             result, kept = tff.federated_map(server_step,
                                              (group_sums, extra_sum, state, counts))
-            measurements = tff.federated_map(measure, (kept, counts, state, stat_sums))
-            return tff.templates.MeasuredProcessOutput(state=state, result=result,
+            new_state = tff.federated_map(update_state, (state, stat_sums))
+            # like TFF's DP factory: the clip reported is the one for the next round
+            measurements = tff.federated_map(measure, (kept, counts, new_state, stat_sums))
+            return tff.templates.MeasuredProcessOutput(state=new_state, result=result,
                                                        measurements=measurements)
 
         return tff.templates.AggregationProcess(init_fn, next_fn)
@@ -156,12 +188,36 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
     def client_math(self, tensors, group, seed, state, counts):
         """Clip to C_m (Alg. 1 line 12), add this client's share of the group noise
-        (line 13). Returns (noised tensors, pre-clip norm, clipped indicator)."""
+        (line 13). Returns (noised tensors, pre-clip norm, clipped indicator, noised
+        adaptive-clipping bit: (1[norm <= C] - 1/2) + its share of N(0, count_stddev^2), 0
+        without adaptive clipping)."""
         clip = tf.reduce_sum(group * state["clips"])
         clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
         share = self._noise_share(group, state, counts)
         noise = dpmath.gaussian_noise_like(clipped, share, seed)
-        return [c + n for c, n in zip(clipped, noise)], norm, was_clipped
+        bit = tf.zeros([], tf.float32)
+        if self.adaptive is not None:
+            cohort = tf.maximum(tf.reduce_sum(counts), 1.0)
+            bit_noise = dpmath.gaussian_noise_like(
+                [bit], state["count_stddev"] / tf.sqrt(cohort), seed, stream=1)[0]
+            bit = (1.0 - was_clipped) - 0.5 + bit_noise
+        return [c + n for c, n in zip(clipped, noise)], norm, was_clipped, bit
+
+    def state_update_math(self, state, bit_sum):
+        """Adaptive clipping's server step (Andrew et al. Alg. 1): b = bit_sum / (expected
+        cohort) + 1/2 clamped to [0, 1], C <- C exp(-lr (b - target)), update noise std
+        z_delta C. Without
+        adaptive clipping the state is unchanged."""
+        if self.adaptive is None:
+            return state
+        expected = tf.reduce_sum(state["expected_cohorts"])
+        unclipped = tf.clip_by_value(bit_sum / expected + 0.5, 0.0, 1.0)   # noise can overshoot
+        clips = state["clips"] * tf.exp(-state["clip_learning_rate"] *
+                                        (unclipped - state["target_quantile"]))
+        new = collections.OrderedDict(state)
+        new["clips"] = clips
+        new["noise_stddevs"] = state["value_noise_multiplier"] * clips
+        return new
 
     def server_math(self, sums, extra_sum, state, counts):
         """From per-group sums ([M, ...] per tensor) to the model update: Top_k per group

@@ -64,9 +64,10 @@ class FastBackend:
     name = "fast"
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, chunk_size=64):
-        if plan.adaptive_clip:
-            raise UnsupportedByBackend(f"methods={plan.method!r}: adaptive clipping is not "
-                                       "supported by backend='fast' yet; use backend='tff'")
+        if plan.adaptive_clip and getattr(factory, "adaptive", None) is None:
+            raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
+                                       "factory (adaptive_clipping='tff') runs on "
+                                       "backend='tff' only; adaptive_clipping='ours' runs on both")
         if plan.public_group is not None:
             raise UnsupportedByBackend(f"methods={plan.method!r}: PFA is not supported by "
                                        "backend='fast' yet; use backend='tff'")
@@ -95,18 +96,18 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _chunk_sums(self, weights, xs, ys, groups, seeds, counts, lr):
+    def _chunk_sums(self, weights, state, xs, ys, groups, seeds, counts, lr):
         """Per-group sums of the noised, clipped updates of a chunk of clients."""
         m = self.m
         sums = [tf.zeros([m] + w.shape.as_list()) for w in weights]
-        stats = tf.zeros([3])
+        stats = tf.zeros([4])
         for k in tf.range(tf.shape(xs)[0]):
             delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr)
-            noised, norm, clipped = self.factory.client_math(delta, groups[k], seeds[k],
-                                                             self.state, counts)
+            noised, norm, clipped, bit = self.factory.client_math(delta, groups[k], seeds[k],
+                                                                  state, counts)
             sums = [acc + tf.reshape(groups[k], [m] + [1] * len(n.shape)) * n[None]
                     for acc, n in zip(sums, noised)]
-            stats = stats + tf.stack([norm, clipped, loss])
+            stats = stats + tf.stack([norm, clipped, loss, bit])
         return sums, stats
 
     def step(self, datasets, infos, rnd):
@@ -117,19 +118,22 @@ class FastBackend:
         seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
         counts = tf.constant(groups.sum(0), tf.float32)
         lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
-        sums, stats = None, tf.zeros([3])
+        sums, stats = None, tf.zeros([4])
         for a in range(0, len(datasets), self.chunk):
-            part, s = self._chunk_fn(self._weights, xs[a:a + self.chunk], ys[a:a + self.chunk],
-                                     groups[a:a + self.chunk], seeds[a:a + self.chunk],
-                                     counts, lr)
+            part, s = self._chunk_fn(self._weights, self.state, xs[a:a + self.chunk],
+                                     ys[a:a + self.chunk], groups[a:a + self.chunk],
+                                     seeds[a:a + self.chunk], counts, lr)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             stats += s
         update, _ = self.factory.server_math(sums, tf.zeros([]), self.state, counts)
         self._weights = [w + self.cfg.server_lr * u for w, u in zip(self._weights, update)]
+        self.state = self.factory.state_update_math(self.state, stats[3])
+        next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
         n = float(len(datasets))
-        norm, clipped, loss = (stats / n).numpy()
+        norm, clipped, loss, _ = (stats / n).numpy()
         return {"train_loss": float(loss), "clipped_fraction": float(clipped),
-                "mean_update_norm": float(norm), "adaptive_clip": np.nan}
+                "mean_update_norm": float(norm),
+                "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}
 
 
 BACKENDS = {"tff": TFFBackend, "fast": FastBackend}

@@ -24,6 +24,8 @@ from tqdm.auto import tqdm
 
 from .. import models
 from ..aggregators import GroupGaussianFactory, PFAFactory
+from ..aggregators.group_gaussian import AdaptiveClipping
+from ..privacy import idp
 from ..runtime import import_tff
 from ..sampling import sample_cohort
 from .backends import BACKENDS
@@ -53,27 +55,29 @@ def initial_weights(exp: Experiment, model_fn):
     return model_fn().get_weights()
 
 
-def clipped_count_stddev(noise_multiplier: float, cohort: float) -> float:
-    """The noise std of the adaptive clip's clipped-count query (Andrew et al. 2021, Alg. 1).
-    TFF's default is 0.05 m (m the expected cohort). TFF splits the privacy budget between
-    the count (std s_b) and the update (z_delta), with z^-2 = z_delta^-2 + (2 s_b)^-2, so it
-    refuses s_b <= z/2; small laptop-scale cohorts hit that. Only then we use s_b = z, which
-    keeps the same total z and costs z_delta = z sqrt(4/3), 15% more update noise; paper 004's
-    cohorts (m = 30, z < 3) keep TFF's default, as in the paper."""
-    default = 0.05 * cohort
-    return default if default > noise_multiplier / 2 else noise_multiplier
-
-
-def make_factory(plan):
-    """The aggregation factory of a plan: ours, or TFF's adaptive-clipping DP factory."""
+def make_factory(plan, adaptive_clipping: str = "ours"):
+    """The aggregation factory of a plan. Adaptive clipping (IDP-FedAvg, paper 004):
+    ``"ours"``, GroupGaussianFactory with Andrew et al.'s adaptive clip and seeded noise
+    (deterministic, resumable, runs on both backends), or ``"tff"``, TFF's
+    ``DifferentiallyPrivateFactory.gaussian_adaptive`` itself (initial clip 0.1, target
+    quantile 0.5, learning rate 0.2), whose noise is unseeded."""
     if plan.adaptive_clip:
-        tff = import_tff()
         cohort = float(plan.expected_cohorts[0])
         z = float(plan.noise_multipliers[0])
-        return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
-            noise_multiplier=z, clients_per_round=cohort,
-            initial_l2_norm_clip=float(plan.clips[0]), target_unclipped_quantile=0.5,
-            learning_rate=0.2, clipped_count_stddev=clipped_count_stddev(z, cohort))
+        count_std = idp.clipped_count_stddev(z, cohort)
+        if adaptive_clipping == "tff":
+            tff = import_tff()
+            return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
+                noise_multiplier=z, clients_per_round=cohort,
+                initial_l2_norm_clip=float(plan.clips[0]),
+                target_unclipped_quantile=idp.ADAPTIVE_TARGET_QUANTILE,
+                learning_rate=idp.ADAPTIVE_LEARNING_RATE, clipped_count_stddev=count_std)
+        z_value = idp.value_noise_multiplier(z, count_std)
+        return GroupGaussianFactory(
+            plan.clips, [z_value * plan.clips[0]], plan.expected_cohorts, plan.weights,
+            plan.keep_fractions,
+            adaptive=AdaptiveClipping(z_value, count_std, idp.ADAPTIVE_TARGET_QUANTILE,
+                                      idp.ADAPTIVE_LEARNING_RATE))
     if plan.public_group is not None:
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
                           public_group=plan.public_group, projected_group=plan.projected_group)
@@ -121,6 +125,10 @@ def run_fingerprint(cfg, method: str) -> str:
     keys = dataclasses.asdict(cfg)
     for k in ("output_dir", "checkpoint_every", "device", "reference", "name", "methods"):
         keys.pop(k, None)
+    # keys at their default value are left out, so that a key added to the config later
+    # (with a default that keeps the old behaviour) does not orphan earlier results
+    defaults = dataclasses.asdict(type(cfg)())
+    keys = {k: v for k, v in keys.items() if v != defaults.get(k)}
     return hashlib.sha256(json.dumps([method, keys], sort_keys=True,
                                      default=str).encode()).hexdigest()[:16]
 
@@ -159,7 +167,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     model_fn = build_model_fn(exp)
     w0 = initial_weights(exp, model_fn)
     m_agg = plan.num_aggregation_groups
-    factory = make_factory(plan)
+    factory = make_factory(plan, cfg.adaptive_clipping)
     x = exp.data.x_train
     batch_dim = None if cfg.local_epochs else cfg.batch_size   # epochs keep a short batch
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
@@ -229,9 +237,9 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
         "plan": plan_summary(plan, exp.setting),
         **({"data_note": exp.data.note} if exp.data.note else {}),
-        **({"clipped_count_stddev": clipped_count_stddev(float(plan.noise_multipliers[0]),
-                                                         float(plan.expected_cohorts[0]))}
-           if plan.adaptive_clip else {}),
+        **({"clipped_count_stddev": idp.clipped_count_stddev(
+            float(plan.noise_multipliers[0]), float(plan.expected_cohorts[0])),
+            "adaptive_clipping": cfg.adaptive_clipping} if plan.adaptive_clip else {}),
         "privacy": ledger.summary() if plan.private else {"private": False},
     }
     return rows, summary, ledger

@@ -131,3 +131,34 @@ def scale_clips(budgets: Sequence[float], ratios: Sequence[float], sampling_rate
     sigma_bar = float(np.dot(ratios, sigmas))
     return ScaleCalibration(sigma_bar, [base_clip * sigma_bar / s for s in sigmas],
                             [float(s) for s in sigmas])
+
+
+# Adaptive clipping (Andrew, Thakkar, McMahan, Ramaswamy 2021, "Differentially Private
+# Learning with Adaptive Clipping", Alg. 1 and Thm. 1), as paper 004 uses it through TFF.
+
+ADAPTIVE_INITIAL_CLIP = 0.1        # paper 004: TFF's standard set-up [25]
+ADAPTIVE_TARGET_QUANTILE = 0.5
+ADAPTIVE_LEARNING_RATE = 0.2
+
+
+def clipped_count_stddev(noise_multiplier: float, cohort: float) -> float:
+    """sigma_b, the std of the noise on the sum of the clients' (unclipped - 1/2) bits.
+    TFF's default is 0.05 m (m the expected cohort; Andrew et al. Sec. 3 recommend m/20).
+    Thm. 1 needs sigma_b > z/2 (below); small laptop-scale cohorts break that, and only then
+    sigma_b = z is used (15% more update noise, same total z); paper 004's cohorts (m = 30,
+    z < 3) keep TFF's default, as in the paper."""
+    default = 0.05 * cohort
+    return default if default > noise_multiplier / 2 else float(noise_multiplier)
+
+
+def value_noise_multiplier(noise_multiplier: float, count_stddev: float) -> float:
+    """z_delta of the update given the total z and sigma_b (Andrew et al. Thm. 1): the pair
+    (update with z_delta, bits of sensitivity 1/2 with std sigma_b) is as private as one
+    Gaussian mechanism with z, where z^-2 = z_delta^-2 + (2 sigma_b)^-2."""
+    if noise_multiplier == 0:
+        return 0.0
+    rest = noise_multiplier ** -2 - (2.0 * count_stddev) ** -2
+    if rest <= 0:
+        raise ValueError(f"clipped_count_stddev={count_stddev}: must exceed half the noise "
+                         f"multiplier {noise_multiplier}")
+    return float(rest ** -0.5)
