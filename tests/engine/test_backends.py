@@ -43,11 +43,14 @@ def _silence(exp, method):
     exp.plans[method] = dataclasses.replace(plan, noise_stddevs=[0.0] * len(plan.noise_stddevs))
 
 
-@pytest.mark.parametrize("method,noise", [("p_fedavg", False), ("dp_fedavg", False),
-                                          ("gdpfed_plus", False), ("gdpfed_plus", True),
-                                          ("idp_fedavg", True)])
-def test_fast_backend_matches_tff_backend(method, noise):
-    exp = _experiment(f'["{method}"]')
+@pytest.mark.parametrize("method,noise,extra", [
+    ("p_fedavg", False, ()), ("dp_fedavg", False, ()), ("gdpfed_plus", False, ()),
+    ("gdpfed_plus", True, ()), ("idp_fedavg", True, ()),
+    # paper 004's local work: epochs over each client's own data (short last batch), Adam
+    ("idp_fedavg", True, ("local_epochs=2", "client_optimizer=\"adam\"", "local_lr=0.01",
+                          "num_clients=70"))])   # 20 or 21 examples: 4 or 5 steps
+def test_fast_backend_matches_tff_backend(method, noise, extra):
+    exp = _experiment(f'["{method}"]', extra)
     if not noise:
         _silence(exp, method)
     tff_w = _final_weights(exp, method, "tff")

@@ -35,27 +35,38 @@ class ClientTrainer:
         return (tf.constant(0.0), tf.constant(0.0),
                 tuple((tf.zeros_like(v), tf.zeros_like(v)) for v in model.trainable_variables))
 
-    def step(self, model, state, x, y, lr):
-        """One mini-batch step; ``state`` = (loss sum, step count, optimizer slots)."""
+    def step(self, model, state, x, y, lr, w=None):
+        """One mini-batch step; ``state`` = (loss sum, step count, optimizer slots).
+        ``w`` (fast runner): 1/0 weight per example of a padded batch; the loss is the mean
+        over the real examples (a short last batch, as tf.data gives it) and an all-padding
+        step changes nothing (no update, no optimizer step counted)."""
         loss_sum, count, slots = state
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            loss = loss_fn(model(x, training=True), y)
+            losses = tf.keras.losses.sparse_categorical_crossentropy(
+                y, model(x, training=True), from_logits=True)
+            if w is None:
+                loss, active = tf.reduce_mean(losses), tf.constant(1.0)
+            else:
+                real = tf.reduce_sum(w)
+                loss = tf.reduce_sum(w * losses) / tf.maximum(real, 1.0)
+                active = tf.cast(real > 0, tf.float32)
         grads = tape.gradient(loss, variables)
         new_slots = []
         for v, g, (a, b) in zip(variables, grads, slots):
             if self.optimizer == "sgd":
-                a = self.momentum * a + g               # SGD with heavy-ball momentum
-                v.assign_sub(lr * a)
+                a_new = self.momentum * a + g           # SGD with heavy-ball momentum
+                v.assign_sub(active * lr * a_new)
+                b_new = b
             else:                                       # Adam (Kingma & Ba, Alg. 1)
                 t = count + 1.0
-                a = 0.9 * a + 0.1 * g
-                b = 0.999 * b + 0.001 * tf.square(g)
-                a_hat = a / (1.0 - tf.pow(0.9, t))
-                b_hat = b / (1.0 - tf.pow(0.999, t))
-                v.assign_sub(lr * a_hat / (tf.sqrt(b_hat) + 1e-7))
-            new_slots.append((a, b))
-        return loss_sum + loss, count + 1.0, tuple(new_slots)
+                a_new = 0.9 * a + 0.1 * g
+                b_new = 0.999 * b + 0.001 * tf.square(g)
+                a_hat = a_new / (1.0 - tf.pow(0.9, t))
+                b_hat = b_new / (1.0 - tf.pow(0.999, t))
+                v.assign_sub(active * lr * a_hat / (tf.sqrt(b_hat) + 1e-7))
+            new_slots.append((a + active * (a_new - a), b + active * (b_new - b)))
+        return loss_sum + active * loss, count + active, tuple(new_slots)
 
     def _finish(self, model, weights, state):
         loss_sum, count, _ = state
@@ -68,10 +79,11 @@ class ClientTrainer:
             self._start(model, weights), lambda st, b: self.step(model, st, b[0], b[1], lr))
         return self._finish(model, weights, state)
 
-    def train_on_batches(self, model, weights, xs, ys, lr):
+    def train_on_batches(self, model, weights, xs, ys, lr, ws=None):
+        """``xs`` [steps, batch, ...]; ``ws`` [steps, batch] example weights (padding 0)."""
         state = self._start(model, weights)
         for s in tf.range(tf.shape(xs)[0]):
-            state = self.step(model, state, xs[s], ys[s], lr)
+            state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s])
         return self._finish(model, weights, state)
 
 

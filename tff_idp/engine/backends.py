@@ -71,9 +71,6 @@ class FastBackend:
         if plan.public_group is not None:
             raise UnsupportedByBackend(f"methods={plan.method!r}: PFA is not supported by "
                                        "backend='fast' yet; use backend='tff'")
-        if cfg.local_epochs:
-            raise UnsupportedByBackend(f"local_epochs={cfg.local_epochs}: backend='fast' "
-                                       "runs local_steps only; use backend='tff'")
         self.cfg, self.factory = cfg, factory
         self.m = plan.num_aggregation_groups
         self.steps, self.chunk = cfg.local_steps, chunk_size
@@ -96,13 +93,14 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _chunk_sums(self, weights, state, xs, ys, groups, seeds, counts, lr):
+    def _chunk_sums(self, weights, state, xs, ys, ws, groups, seeds, counts, lr):
         """Per-group sums of the noised, clipped updates of a chunk of clients."""
         m = self.m
         sums = [tf.zeros([m] + w.shape.as_list()) for w in weights]
         stats = tf.zeros([4])
         for k in tf.range(tf.shape(xs)[0]):
-            delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr)
+            delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr,
+                                                        ws[k])
             noised, norm, clipped, bit = self.factory.client_math(delta, groups[k], seeds[k],
                                                                   state, counts)
             sums = [acc + tf.reshape(groups[k], [m] + [1] * len(n.shape)) * n[None]
@@ -110,10 +108,26 @@ class FastBackend:
             stats = stats + tf.stack([norm, clipped, loss, bit])
         return sums, stats
 
+    def _padded_batches(self, datasets):
+        """Every client's batches as [clients, steps, batch, ...] arrays with example weights:
+        ``local_steps`` full batches each, or (``local_epochs``) each client's own number of
+        batches, its short last batch and missing steps padded with weight 0 (FedJAX's
+        for_each_client idea: one shape for the cohort, masks for the differences)."""
+        take = -1 if self.cfg.local_epochs else self.steps
+        batches = [list(ds.take(take).as_numpy_iterator()) for ds in datasets]
+        steps = max(1, max(len(b) for b in batches))
+        bsz = self.cfg.batch_size
+        x0, y0 = next((b[0] for b in batches if b), (None, None))
+        xs = np.zeros((len(batches), steps, bsz) + x0.shape[1:], x0.dtype)
+        ys = np.zeros((len(batches), steps, bsz), y0.dtype)
+        ws = np.zeros((len(batches), steps, bsz), np.float32)
+        for c, cb in enumerate(batches):
+            for s_, (x, y) in enumerate(cb):
+                xs[c, s_, :len(y)], ys[c, s_, :len(y)], ws[c, s_, :len(y)] = x, y, 1.0
+        return xs, ys, ws
+
     def step(self, datasets, infos, rnd):
-        batches = [list(ds.take(self.steps).as_numpy_iterator()) for ds in datasets]
-        xs = np.stack([np.stack([b[0] for b in cb]) for cb in batches])
-        ys = np.stack([np.stack([b[1] for b in cb]) for cb in batches])
+        xs, ys, ws = self._padded_batches(datasets)
         groups = np.stack([i["group"] for i in infos]).astype(np.float32)
         seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
         counts = tf.constant(groups.sum(0), tf.float32)
@@ -121,7 +135,8 @@ class FastBackend:
         sums, stats = None, tf.zeros([4])
         for a in range(0, len(datasets), self.chunk):
             part, s = self._chunk_fn(self._weights, self.state, xs[a:a + self.chunk],
-                                     ys[a:a + self.chunk], groups[a:a + self.chunk],
+                                     ys[a:a + self.chunk], ws[a:a + self.chunk],
+                                     groups[a:a + self.chunk],
                                      seeds[a:a + self.chunk], counts, lr)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             stats += s
