@@ -91,9 +91,9 @@ def close_tff() -> int:
         if isinstance(proc, subprocess.Popen):
             obj._process = None
             obj._stub = None
-            # its __del__ would run at interpreter shutdown, when the subprocess module is
-            # already torn down, and print an ignored AttributeError; we stopped it here
-            type(obj).__del__ = lambda self: None
+        # its __del__ would run at interpreter shutdown, when the subprocess module is
+        # already torn down, and print an ignored AttributeError; the worker is handled here
+        type(obj).__del__ = lambda self: None
     for pid in _child_workers():      # anything the walk missed
         try:
             os.kill(pid, signal.SIGKILL)

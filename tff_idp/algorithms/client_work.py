@@ -56,16 +56,22 @@ class ClientTrainer:
         for v, g, (a, b) in zip(variables, grads, slots):
             if self.optimizer == "sgd":
                 a_new = self.momentum * a + g           # SGD with heavy-ball momentum
-                v.assign_sub(active * lr * a_new)
-                b_new = b
+                step, b_new = lr * a_new, b
             else:                                       # Adam (Kingma & Ba, Alg. 1)
                 t = count + 1.0
                 a_new = 0.9 * a + 0.1 * g
                 b_new = 0.999 * b + 0.001 * tf.square(g)
                 a_hat = a_new / (1.0 - tf.pow(0.9, t))
                 b_hat = b_new / (1.0 - tf.pow(0.999, t))
-                v.assign_sub(active * lr * a_hat / (tf.sqrt(b_hat) + 1e-7))
-            new_slots.append((a + active * (a_new - a), b + active * (b_new - b)))
+                step = lr * a_hat / (tf.sqrt(b_hat) + 1e-7)
+            if w is None:
+                v.assign_sub(step)
+                new_slots.append((a_new, b_new))
+            else:                                       # an all-padding step is a no-op
+                v.assign_sub(active * step)
+                new_slots.append((tf.where(active > 0, a_new, a), tf.where(active > 0, b_new, b)))
+        if w is None:
+            return loss_sum + loss, count + 1.0, tuple(new_slots)
         return loss_sum + active * loss, count + active, tuple(new_slots)
 
     def _finish(self, model, weights, state):
