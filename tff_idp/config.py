@@ -237,18 +237,21 @@ def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> Exper
     return cfg
 
 
+def read_toml(path: str) -> dict:
+    """A config file's TOML, or a one-line ConfigError (missing file, malformed TOML)."""
+    p = Path(path)
+    if not p.is_file():
+        _fail("config", str(path), "no such file")
+    try:
+        return tomllib.loads(p.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+
+
 def load(path: Optional[str], overrides: Optional[List[str]] = None) -> ExperimentConfig:
     """Load a TOML config (or the embedded default when ``path`` is None), apply
     ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
-    values = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            _fail("config", str(path), "no such file")
-        try:
-            values = tomllib.loads(p.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+    values = read_toml(path) if path is not None else {}
     cfg = from_mapping(values)
     for item in overrides or []:
         if "=" not in item:

@@ -36,7 +36,7 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..config import ConfigError, ExperimentConfig, from_mapping, validate
+from ..config import ConfigError, ExperimentConfig, from_mapping, read_toml, validate
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
@@ -191,12 +191,7 @@ def is_table(path: str) -> bool:
 
 def load_table(path: str) -> TableSpec:
     p = Path(path)
-    if not p.is_file():
-        _fail("config", str(path), "no such file")
-    try:
-        raw = tomllib.loads(p.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+    raw = read_toml(path)
     unknown = set(raw) - {"table", "base", "datasets", "axis", "reference"}
     if unknown:
         _fail(sorted(unknown)[0], "...", "unknown section; a table has [table], [base], "
