@@ -45,7 +45,7 @@ def _silence(exp, method):
 
 @pytest.mark.parametrize("method,noise,extra", [
     ("p_fedavg", False, ()), ("dp_fedavg", False, ()), ("gdpfed_plus", False, ()),
-    ("gdpfed_plus", True, ()), ("idp_fedavg", True, ()),
+    ("gdpfed_plus", True, ()), ("idp_fedavg", True, ()), ("pfa", True, ()),
     # paper 004's local work: epochs over each client's own data (short last batch), Adam
     ("idp_fedavg", True, ("local_epochs=2", "client_optimizer=\"adam\"", "local_lr=0.01",
                           "num_clients=70"))])   # 20 or 21 examples: 4 or 5 steps
@@ -67,10 +67,9 @@ def test_clipping_is_active_in_the_dp_case():
 
 
 def test_unsupported_methods_fail_clearly():
-    exp = _experiment('["idp_fedavg", "pfa"]', ['adaptive_clipping="tff"'])
-    for method in ("idp_fedavg", "pfa"):
-        with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
-            loop.run_method(exp, method, progress=False, backend="fast")
+    exp = _experiment('["idp_fedavg"]', ['adaptive_clipping="tff"'])
+    with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
+        loop.run_method(exp, "idp_fedavg", progress=False, backend="fast")
 
 
 def test_adaptive_clip_trajectory_is_the_same_on_both_backends():

@@ -244,7 +244,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         return tf.reduce_sum(group * state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
 
     def _client_extra(self, value, noised):
-        """Anything else a client contributes to a sum (none here)."""
+        """Anything else a client contributes to a sum (none here). ``value`` needs
+        ``group``, ``seed`` and, for PFA, ``slot``."""
+        return tf.zeros([], tf.float32)
+
+    def client_extra_zeros(self, tensors):
+        """A zero of the shape of ``_client_extra``'s output (the fast runner's accumulator)."""
         return tf.zeros([], tf.float32)
 
     def _server_transform(self, group_means, extra_sum, counts):

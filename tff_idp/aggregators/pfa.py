@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from .group_gaussian import GroupGaussianFactory
@@ -76,6 +77,9 @@ class PFAFactory(GroupGaussianFactory):
                                value.group[self.public_group] > 0)
         row = tf.one_hot(tf.where(valid, slot, 0), self.rows) * tf.cast(valid, tf.float32)
         return row[:, None] * flat[None, :]
+
+    def client_extra_zeros(self, tensors):
+        return tf.zeros([self.rows, sum(int(np.prod(t.shape)) for t in tensors)], tf.float32)
 
     def _server_transform(self, group_means, extra_sum, counts):
         num_rows = tf.minimum(tf.cast(counts[self.public_group], tf.int32), self.rows)

@@ -10,11 +10,16 @@ is processed in chunks of ``chunk_size`` clients to bound memory.
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 
 from ..algorithms.client_work import ClientTrainer
 from ..algorithms.process import build_group_dp_process
+
+
+ClientInfo = collections.namedtuple("ClientInfo", ["group", "seed", "slot"])
 
 
 class UnsupportedByBackend(ValueError):
@@ -68,9 +73,6 @@ class FastBackend:
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
-        if plan.public_group is not None:
-            raise UnsupportedByBackend(f"methods={plan.method!r}: PFA is not supported by "
-                                       "backend='fast' yet; use backend='tff'")
         self.cfg, self.factory = cfg, factory
         self.m = plan.num_aggregation_groups
         self.steps, self.chunk = cfg.local_steps, chunk_size
@@ -93,10 +95,12 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _chunk_sums(self, weights, state, xs, ys, ws, groups, seeds, counts, lr):
-        """Per-group sums of the noised, clipped updates of a chunk of clients."""
+    def _chunk_sums(self, weights, state, xs, ys, ws, groups, seeds, slots, counts, lr):
+        """Per-group sums of the noised, clipped updates of a chunk of clients, the sum of
+        their extra contributions (PFA's public rows) and summed statistics."""
         m = self.m
         sums = [tf.zeros([m] + w.shape.as_list()) for w in weights]
+        extra = self.factory.client_extra_zeros(weights)
         stats = tf.zeros([4])
         for k in tf.range(tf.shape(xs)[0]):
             delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr,
@@ -105,8 +109,10 @@ class FastBackend:
                                                                   state, counts)
             sums = [acc + tf.reshape(groups[k], [m] + [1] * len(n.shape)) * n[None]
                     for acc, n in zip(sums, noised)]
+            extra = extra + self.factory._client_extra(
+                ClientInfo(groups[k], seeds[k], slots[k]), noised)
             stats = stats + tf.stack([norm, clipped, loss, bit])
-        return sums, stats
+        return sums, extra, stats
 
     def _padded_batches(self, datasets):
         """Every client's batches as [clients, steps, batch, ...] arrays with example weights:
@@ -132,15 +138,16 @@ class FastBackend:
         seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
         counts = tf.constant(groups.sum(0), tf.float32)
         lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
-        sums, stats = None, tf.zeros([4])
+        slots = np.array([i.get("slot", -1) for i in infos], np.int32)
+        sums, extra, stats = None, None, tf.zeros([4])
         for a in range(0, len(datasets), self.chunk):
-            part, s = self._chunk_fn(self._weights, self.state, xs[a:a + self.chunk],
-                                     ys[a:a + self.chunk], ws[a:a + self.chunk],
-                                     groups[a:a + self.chunk],
-                                     seeds[a:a + self.chunk], counts, lr)
+            b = a + self.chunk
+            part, e, s = self._chunk_fn(self._weights, self.state, xs[a:b], ys[a:b], ws[a:b],
+                                        groups[a:b], seeds[a:b], slots[a:b], counts, lr)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
+            extra = e if extra is None else extra + e
             stats += s
-        update, _ = self.factory.server_math(sums, tf.zeros([]), self.state, counts)
+        update, _ = self.factory.server_math(sums, extra, self.state, counts)
         self._weights = [w + self.cfg.server_lr * u for w, u in zip(self._weights, update)]
         self.state = self.factory.state_update_math(self.state, stats[3])
         next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
