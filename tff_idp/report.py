@@ -265,11 +265,13 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
         lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "
                      "(model FLOPs / training time).")
     paper_units = expand(spec, "paper")
-    flops = sum(cost.unit_cost(u.cfg)["flops"] for u in paper_units)
+    costs = [cost.unit_cost(u.cfg) for u in paper_units]
+    flops = sum(c["flops"] for c in costs)
+    hours = cost.gpu_hours(sum(c["gpu_seconds"] for c in costs))
     lines.append(f"- Paper scale: {len(paper_units)} runs, {flops / 1e15:.1f} PFLOP; estimated "
-                 f"{cost.gpu_hours(flops):.1f} GPU-hours on one RTX A6000 at "
-                 f"{100 * cost.GPU_UTILISATION:.0f}% of its fp32 peak (method: "
-                 "`tff_idp/harness/cost.py`).")
+                 f"{hours:.1f} GPU-hours on one RTX A6000 ({100 * cost.GPU_UTILISATION:.0f}% "
+                 f"of its fp32 peak, at least {1000 * cost.GPU_STEP_LATENCY:.0f} ms per client "
+                 "step; method and assumptions: `tff_idp/harness/cost.py`).")
     return lines
 
 
