@@ -23,9 +23,10 @@ SHAPES = {
     "adult": ((14,), 2),
 }
 PREFIX = "synthetic:"
+TRAIN, TEST = 3000, 500          # examples of every stand-in
 
 
-def load_synthetic(name: str, seed: int = 0, train: int = 3000, test: int = 500) -> ArrayData:
+def load_synthetic(name: str, seed: int = 0, train: int = TRAIN, test: int = TEST) -> ArrayData:
     """``synthetic:<real name>``: ``train`` + ``test`` examples shaped like the real set."""
     real = name[len(PREFIX):]
     shape, classes = SHAPES[real]

@@ -77,9 +77,11 @@ def model_flops(model_name: str, dataset: str) -> float:
 
 def unit_cost(cfg) -> dict:
     """Example-steps and FLOPs of one run of ``cfg`` (one method, one seed)."""
+    from ..data.synthetic import PREFIX, TRAIN, TEST
     real = cfg.dataset.split(":", 1)[-1]
-    train = TRAIN_SIZES.get(real, 3000)
-    test = cfg.test_examples or TEST_SIZES.get(real, 500)
+    synthetic = cfg.dataset.startswith(PREFIX)
+    train = TRAIN if synthetic else TRAIN_SIZES.get(real, TRAIN)
+    test = cfg.test_examples or (TEST if synthetic else TEST_SIZES.get(real, TEST))
     cohort = cfg.expected_rate * cfg.num_clients
     local = (cfg.local_epochs * train / cfg.num_clients if cfg.local_epochs
              else cfg.local_steps * cfg.batch_size)
