@@ -8,13 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tff_idp.engine.loop import run_fingerprint
 from tff_idp.harness.runner import folder_state, pending
 from tff_idp.harness.table import expand, load_table
-
-from .conftest import tiny_table
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))

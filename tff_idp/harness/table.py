@@ -30,7 +30,6 @@ seed is a *unit*: one run, one results folder. ``--scale`` shrinks every unit co
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import tomllib
 from pathlib import Path
@@ -290,7 +289,3 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
 def _slug(text: str) -> str:
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_")
     return text or "_"
-
-
-def finite(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
