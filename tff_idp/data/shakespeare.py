@@ -178,3 +178,16 @@ def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN):
     clients = [np.arange(a, max(a, b - seq_len), dtype=np.int64)
                for a, b in zip(offsets[:-1], offsets[1:])]
     return x, y, clients
+
+
+def windows_data(name: str, train: Tuple[np.ndarray, np.ndarray],
+                 test: Tuple[np.ndarray, np.ndarray]):
+    """:class:`~tff_idp.data.sources.ArrayData` of LEAF's examples from packed texts
+    ((chars, offsets) for train and test): the training windows stay a view with the
+    clients as the natural partition; the test windows are the union of the clients'."""
+    from .sources import ArrayData
+    x_tr, y_tr, clients = window_view(*train)
+    x_te, y_te, test_clients = window_view(*test)
+    test_idx = np.concatenate(test_clients) if test_clients else np.zeros(0, np.int64)
+    return ArrayData(name, x_tr, y_tr, np.asarray(x_te[test_idx]), y_te[test_idx],
+                     len(LEAF_VOCAB), clients=clients)

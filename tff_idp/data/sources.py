@@ -92,13 +92,9 @@ def load_leaf_shakespeare(root: str = "datasets") -> ArrayData:
         clients = shakespeare.read_store(Path(root) / "shakespeare-leaf")
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
-    tr_chars, tr_off = shakespeare.pack_texts([c["train"] for c in clients])
-    te_chars, te_off = shakespeare.pack_texts([c["test"] for c in clients])
-    x_tr, y_tr, parts = shakespeare.window_view(tr_chars, tr_off)
-    x_te, y_te, te_parts = shakespeare.window_view(te_chars, te_off)
-    te_idx = np.concatenate(te_parts)
-    return ArrayData("shakespeare-leaf", x_tr, y_tr, np.asarray(x_te[te_idx]), y_te[te_idx],
-                     len(shakespeare.LEAF_VOCAB), clients=parts)
+    return shakespeare.windows_data("shakespeare-leaf",
+                                    shakespeare.pack_texts([c["train"] for c in clients]),
+                                    shakespeare.pack_texts([c["test"] for c in clients]))
 
 
 def _loaders():

@@ -130,12 +130,8 @@ def _download(loader, db: Path, spec: dict) -> None:
 def _as_array_data(name: str, a: Dict[str, np.ndarray], classes: int) -> ArrayData:
     from . import shakespeare
     if "train_chars" in a:
-        x_tr, y_tr, clients = shakespeare.window_view(a["train_chars"], a["train_offsets"])
-        x_te_view, y_te_all, test_clients = shakespeare.window_view(a["test_chars"],
-                                                                    a["test_offsets"])
-        test_idx = np.concatenate(test_clients) if test_clients else np.zeros(0, np.int64)
-        return ArrayData(name, x_tr, y_tr, np.asarray(x_te_view[test_idx]), y_te_all[test_idx],
-                         classes, clients=clients)
+        return shakespeare.windows_data(name, (a["train_chars"], a["train_offsets"]),
+                                        (a["test_chars"], a["test_offsets"]))
     clients = unpack_clients(np.arange(a["train_offsets"][-1]), a["train_offsets"])
     return ArrayData(name, a["train_x"].astype(np.float32) / 255.0, a["train_y"],
                      a["test_x"].astype(np.float32) / 255.0, a["test_y"], classes,
