@@ -88,6 +88,8 @@ def summary_rows(summaries, reference=None):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from .runtime import quiet_tf_logs
+    quiet_tf_logs()                        # before anything imports TensorFlow
     from .harness.table import is_table
     if args.config is not None and is_table(args.config):
         return _run_table(args)
@@ -117,8 +119,8 @@ def main(argv=None) -> int:
 
 def _run_table(args) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
-    from .harness.runner import run_table
-    from .harness.table import expand, load_table
+    from .harness.runner import pending, run_table
+    from .harness.table import check_data, expand, load_table
     try:
         if args.overrides or args.backend or args.device:
             raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
@@ -126,7 +128,9 @@ def _run_table(args) -> int:
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
         spec = load_table(args.config)
-        expand(spec, args.scale)            # every cell validated before any work
+        units = expand(spec, args.scale)    # every cell validated before any work
+        if spec.kind == "train":
+            check_data(pending(units))      # and the data the missing runs need is here
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

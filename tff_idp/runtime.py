@@ -17,7 +17,7 @@ import subprocess
 _registered = False
 
 
-def _quiet_tf_logs():
+def quiet_tf_logs():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
@@ -38,7 +38,7 @@ def exit_cleanly_on_sigterm() -> None:
 def import_tff():
     """Import tensorflow_federated with its worker guaranteed to be stopped at exit."""
     global _registered
-    _quiet_tf_logs()
+    quiet_tf_logs()
     import tensorflow_federated as tff  # noqa: F401  (heavy import, done once)
     if not _registered:
         atexit.register(close_tff)

@@ -111,3 +111,14 @@ def test_paper004_table1_cells_set_budgets_per_data_set():
     assert units[("FEMNIST", "54-37-9", "idp_fedavg")].group_ratios == [0.54, 0.37, 0.09]
     assert units[("FEMNIST", "0-0-0", "p_fedavg")].partition == "natural"
     assert spec.reference_value("CIFAR-10-Pachinko", "idp_fedavg", "100-0-0") == 16.8
+
+
+def test_a_table_whose_data_is_absent_stops_before_any_work(tmp_path):
+    path = ROOT / "runs" / "gdpfed" / "table2.toml"
+    proc = subprocess.run([sys.executable, "-m", "tff_idp.run", str(path), "--scale", "laptop"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    lines = [l for l in proc.stderr.splitlines() if l.strip() and "tensorflow" not in l
+             and not l.startswith("20")]
+    assert proc.returncode == 2 and "dataset='fashion_mnist': not prepared" in lines[-1]
+    assert not (tmp_path / "results").exists()

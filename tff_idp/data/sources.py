@@ -119,6 +119,31 @@ SOURCES = _loaders()
 FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf")
 
 
+def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = False,
+            root: str = "datasets"):
+    """Without loading anything: why ``name`` cannot be loaded here (a one-line message),
+    or None when it can (present, shipped, synthetic, or downloads are allowed). Lets a
+    table refuse to start instead of failing run after run."""
+    from pathlib import Path
+    if allow_download:
+        return None
+    if name in TFDS_NAMES:
+        import tensorflow_datasets as tfds
+        if not tfds.builder(TFDS_NAMES[name][0], data_dir=data_dir).is_prepared():
+            return (f"dataset={name!r}: not prepared in {data_dir}; prepare it where there is "
+                    "internet and copy it there, or set allow_download=true")
+        return None
+    from .tff_sets import TFF_SETS, cache_file
+    if name in TFF_SETS and not cache_file(name, root).is_file():
+        return f"dataset={name!r}: {cache_file(name, root)} is missing (see datasets/README.md)"
+    if name == "shakespeare-leaf" and not (Path(root) / name / "meta.json").is_file():
+        return (f"dataset={name!r}: not built in {root}; run python -m tff_idp.data build "
+                "shakespeare-leaf")
+    if name == "adult" and not (Path(root) / "raw" / "adult" / "adult.data").is_file():
+        return f"dataset='adult': {Path(root) / 'raw' / 'adult'} has no adult.data"
+    return None
+
+
 def load(name: str, seed: int = 0, data_dir: str = "datasets/tfds",
          allow_download: bool = False, root: str = "datasets") -> ArrayData:
     if name not in SOURCES:

@@ -255,6 +255,21 @@ def load_table(path: str) -> TableSpec:
     return spec
 
 
+def check_data(units: List[Unit]) -> None:
+    """A one-line ConfigError for the first data set the table needs that is not here."""
+    from ..data.sources import missing
+    seen = set()
+    for u in units:
+        c = u.cfg
+        key = (c.dataset, c.data_dir, c.allow_download, c.data_root)
+        if key in seen:
+            continue
+        seen.add(key)
+        why = missing(c.dataset, c.data_dir, c.allow_download, c.data_root)
+        if why:
+            raise ConfigError(f"[{u.dataset}] {why}")
+
+
 def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> List[Unit]:
     """Every unit of the table at ``scale``, each config validated (a bad cell is a one-line
     error naming the cell)."""
