@@ -104,7 +104,7 @@ class FastBackend:
         stats = tf.zeros([4])
         for k in tf.range(tf.shape(xs)[0]):
             delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr,
-                                                        ws[k])
+                                                        None if ws is None else ws[k])
             noised, norm, clipped, bit = self.factory.client_math(delta, groups[k], seeds[k],
                                                                   state, counts)
             sums = [acc + tf.reshape(groups[k], [m] + [1] * len(n.shape)) * n[None]
@@ -116,11 +116,15 @@ class FastBackend:
 
     def _padded_batches(self, datasets):
         """Every client's batches as [clients, steps, batch, ...] arrays with example weights:
-        ``local_steps`` full batches each, or (``local_epochs``) each client's own number of
+        ``local_steps`` full batches each (weights None: nothing is padded), or
+        (``local_epochs``) each client's own number of
         batches, its short last batch and missing steps padded with weight 0 (FedJAX's
         for_each_client idea: one shape for the cohort, masks for the differences)."""
-        take = -1 if self.cfg.local_epochs else self.steps
-        batches = [list(ds.take(take).as_numpy_iterator()) for ds in datasets]
+        if not self.cfg.local_epochs:            # every client: local_steps full batches
+            batches = [list(ds.take(self.steps).as_numpy_iterator()) for ds in datasets]
+            return (np.stack([np.stack([b[0] for b in cb]) for cb in batches]),
+                    np.stack([np.stack([b[1] for b in cb]) for cb in batches]), None)
+        batches = [list(ds.as_numpy_iterator()) for ds in datasets]
         steps = max(1, max(len(b) for b in batches))
         bsz = self.cfg.batch_size
         x0, y0 = next((b[0] for b in batches if b), (None, None))
@@ -142,7 +146,8 @@ class FastBackend:
         sums, extra, stats = None, None, tf.zeros([4])
         for a in range(0, len(datasets), self.chunk):
             b = a + self.chunk
-            part, e, s = self._chunk_fn(self._weights, self.state, xs[a:b], ys[a:b], ws[a:b],
+            part, e, s = self._chunk_fn(self._weights, self.state, xs[a:b], ys[a:b],
+                                        None if ws is None else ws[a:b],
                                         groups[a:b], seeds[a:b], slots[a:b], counts, lr)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e
