@@ -4,6 +4,7 @@ overspend a budget is refused in well under a second."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Dict, List
 
 import numpy as np
@@ -102,10 +103,17 @@ def subsample_test(data: ArrayData, count, seed: int) -> ArrayData:
     return dataclasses.replace(data, x_test=data.x_test[idx], y_test=data.y_test[idx])
 
 
+@functools.lru_cache(maxsize=2)
+def _load(name, seed, data_dir, allow_download, root) -> ArrayData:
+    """Data sets are immutable once loaded: a table's runs on one data set (same seed) load
+    it once per process."""
+    return load(name, seed, data_dir, allow_download, root)
+
+
 def prepare(cfg: ExperimentConfig) -> Experiment:
     """Load data, partition, plan every method and check every plan against the budgets."""
     try:
-        data = load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
+        data = _load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
     except DataUnavailableError as e:
         raise ConfigError(str(e)) from e
     data = subsample_test(data, cfg.test_examples, cfg.seed)
