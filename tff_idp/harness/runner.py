@@ -2,7 +2,8 @@
 worker processes, show overall progress, then write the report.
 
 A unit is complete when its results folder exists (``summary.json`` inside; a folder is
-renamed into place only when complete). A unit that fails leaves ``FAILED.txt`` with its
+renamed into place only when complete) and was made with the unit's config (the run
+fingerprint in its config.json; see :func:`unit_complete`). A unit that fails leaves ``FAILED.txt`` with its
 traceback in its ``.partial`` folder; the others go on, and the exit status is 1.
 """
 from __future__ import annotations
