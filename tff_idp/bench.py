@@ -1,5 +1,6 @@
 """python -m tff_idp.bench: seconds per round of stock TFF, our TFF backend, our fast backend
-and the compute ceiling, on one configuration, in one process.
+(clients drawing their noise shares, or the server drawing each group's noise) and the
+compute ceiling, on one configuration, in one process.
 
 Default: GDPFed's FMNIST setting (2-layer CNN of 582k parameters, 120 clients per round,
 5 local steps, batch 10) on synthetic 28x28x1 inputs. Each runner gets ``--warmup`` rounds,
@@ -18,6 +19,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+
+# stock TFF; our TFF backend; our fast backend with each client drawing its noise share
+# (noise_draw="client") or the server drawing each group's noise (noise_draw="group");
+# plain TF training of the same example-steps
+RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling")
 
 
 def _timed(fn, warmup, rounds):
@@ -39,13 +46,13 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--only", default="stock,tff,fast,ceiling",
-                   help="comma list of runners to time")
+    p.add_argument("--only", default=",".join(RUNNERS),
+                   help="comma list of runners to time: " + ", ".join(RUNNERS))
     p.add_argument("--out", default="results/bench.json")
     args = p.parse_args(argv)
     only = set(args.only.split(","))
-    if not only <= {"stock", "tff", "fast", "ceiling"}:
-        print(f"error: --only={args.only!r}: runners are stock, tff, fast, ceiling", file=sys.stderr)
+    if not only <= set(RUNNERS):
+        print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
         return 2
     from .runtime import close_tff, import_tff
     try:
@@ -68,8 +75,9 @@ def _bench(args, only, tff):
     tf.keras.utils.set_random_seed(0)
     w0 = model_fn().get_weights()
     spec = (tf.TensorSpec((b,) + shape, tf.float32), tf.TensorSpec((b,), tf.int32))
+    examples = [(xs[i], ys[i]) for i in range(k)]      # what the round loop hands a backend
     datasets = [tf.data.Dataset.from_tensor_slices((xs[i], ys[i])).batch(b, drop_remainder=True)
-                for i in range(k)]
+                for i in range(k)]                      # stock TFF's input, built untimed
     infos = [collections.OrderedDict(group=np.ones(1, np.float32),
                                      seed=np.array([0, i], np.int32), slot=np.int32(-1))
              for i in range(k)]
@@ -94,11 +102,15 @@ def _bench(args, only, tff):
     from .algorithms.plan import PLANNERS, PrivacySetting
     setting = PrivacySetting([1.0], [k], 1e-5, 10, 1.0, 1.0)
     plan = PLANNERS["dp_fedavg"](setting, noise_multiplier=1.0)
-    factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0])
-    for name, cls in (("tff", TFFBackend), ("fast", FastBackend)):
+    modes = {}
+    for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
+                            ("fast_group", FastBackend, "group")):
         if name in only:
+            factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
+                                           noise_draw=draw)
             runner = cls(cfg, plan, model_fn, w0, factory, spec)
-            results[f"ours_{name}"] = _timed(lambda: runner.step(datasets, infos, 0),
+            modes[f"ours_{name}"] = runner.mode
+            results[f"ours_{name}"] = _timed(lambda: runner.step(examples, infos, 0),
                                              args.warmup, args.rounds)
 
     if "ceiling" in only:
@@ -123,7 +135,7 @@ def _bench(args, only, tff):
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
            "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
-           "example_steps_per_round": k * steps * b}
+           "example_steps_per_round": k * steps * b, "modes": modes}
     sec = out["seconds_per_round"]
     if "stock_tff" in sec:
         out["speedup_vs_stock"] = {n: sec["stock_tff"] / s for n, s in sec.items()}
@@ -140,7 +152,8 @@ def _bench(args, only, tff):
             extra.append(f"{out['speedup_vs_stock'][n]:.2f}x faster than stock")
         if "x_ceiling" in out:
             extra.append(f"{out['x_ceiling'][n]:.2f}x the ceiling")
-        print(f"  {n:<10} {s:8.3f} s/round  " + ", ".join(extra))
+        mode = f" ({modes[n]})" if n in modes else ""
+        print(f"  {n:<10} {s:8.3f} s/round  " + ", ".join(extra) + mode)
     print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
     return 0
 

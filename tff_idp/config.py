@@ -66,8 +66,12 @@ class ExperimentConfig:
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
     # idp_fedavg's adaptive clipping: "ours" (seeded, both backends) or "tff" (TFF's factory)
     adaptive_clipping: str = "ours"
+    # client-side noise: each client draws its share ("client", Alg. 1 line 13 as written) or
+    # the server draws each group sum's noise once ("group": same distribution, far cheaper)
+    noise_draw: str = "client"
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
+    fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
     seed: int = 0
     # the paper's reported test accuracy (%) per method, printed beside ours
     reference: Optional[Dict[str, float]] = None
@@ -202,10 +206,17 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
     if cfg.adaptive_clipping not in ("ours", "tff"):
         _fail("adaptive_clipping", cfg.adaptive_clipping, "must be 'ours' or 'tff'")
+    if cfg.noise_draw not in ("client", "group"):
+        _fail("noise_draw", cfg.noise_draw, "must be 'client' or 'group'")
+    if cfg.noise_draw == "group" and "pfa" in cfg.methods:
+        _fail("noise_draw", cfg.noise_draw, "pfa's public clients are noised one by one; use "
+              "'client'")
     if cfg.backend not in ("tff", "fast"):
         _fail("backend", cfg.backend, "must be 'tff' or 'fast'")
     if cfg.device not in ("auto", "cpu", "gpu"):
         _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
+    if not cfg.fast_chunk_size >= 1:
+        _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
     if cfg.sampling == "fixed" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:

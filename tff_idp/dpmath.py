@@ -8,30 +8,52 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def global_norm(tensors):
-    return tf.linalg.global_norm([tf.cast(t, tf.float32) for t in tensors])
+def norms_per_client(tensors):
+    """||Delta_k||_2 over all of client k's tensors, for tensors with a leading client axis
+    [K, ...]: returns [K]."""
+    return tf.sqrt(tf.add_n([
+        tf.reduce_sum(tf.square(tf.cast(t, tf.float32)), axis=tf.range(1, tf.rank(t)))
+        for t in tensors]))
 
 
-def clip_by_l2(tensors, clip):
-    """Delta_bar = Delta * min(1, C / ||Delta||_2) (GDPFed Alg. 1 line 12; 003 Alg. 2 line 11).
+def clip_by_l2(tensors, clips):
+    """Delta_bar_k = Delta_k * min(1, C_k / ||Delta_k||_2) for every client k (GDPFed Alg. 1
+    line 12; 003 Alg. 2 line 11), on tensors with a leading client axis [K, ...] and clips
+    [K].
 
-    Returns (clipped tensors, pre-clip norm, whether it was clipped). ``clip = inf`` keeps the
-    update unchanged."""
-    norm = global_norm(tensors)
-    scale = tf.minimum(1.0, clip / tf.maximum(norm, 1e-12))
-    scale = tf.where(tf.math.is_inf(clip), tf.ones_like(scale), scale)
-    return [t * scale for t in tensors], norm, tf.cast(norm > clip, tf.float32)
+    Returns (clipped tensors, pre-clip norms [K], clipped indicators [K]). ``C_k = inf`` keeps
+    client k's update unchanged."""
+    norm = norms_per_client(tensors)
+    scale = tf.minimum(1.0, clips / tf.maximum(norm, 1e-12))
+    scale = tf.where(tf.math.is_inf(clips), tf.ones_like(scale), scale)
+    out = [t * tf.reshape(scale, tf.concat([[-1], tf.ones([tf.rank(t) - 1], tf.int32)], 0))
+           for t in tensors]
+    return out, norm, tf.cast(norm > clips, tf.float32)
+
+
+def _normal(shape, dtype, stddev, seed, index, stream):
+    """N(0, stddev^2) of ``shape`` for tensor ``index`` of a draw from ``seed`` (int32[2])."""
+    s = tf.random.experimental.stateless_fold_in(seed, index + stream * (1 << 20))
+    return tf.random.stateless_normal(shape, s, dtype=dtype) * stddev
 
 
 def gaussian_noise_like(tensors, stddev, seed, stream: int = 0):
     """Independent N(0, stddev^2) per coordinate, from a stateless seed (int32[2]): the same
     seed gives the same noise, whatever runner draws it. ``stream`` separates independent
     draws from one seed (0: the update, 1: adaptive clipping's bit)."""
-    out = []
-    for i, t in enumerate(tensors):
-        s = tf.random.experimental.stateless_fold_in(seed, i + stream * (1 << 20))
-        out.append(tf.random.stateless_normal(tf.shape(t), s, dtype=t.dtype) * stddev)
-    return out
+    return [_normal(tf.shape(t), t.dtype, stddev, seed, i, stream) for i, t in enumerate(tensors)]
+
+
+def gaussian_noise_per_client(tensors, stddevs, seeds, stream: int = 0):
+    """:func:`gaussian_noise_like` for each client k of tensors with a leading client axis
+    [K, ...], with its own stddev [K] and seed [K, 2]: client k gets exactly the noise that
+    ``gaussian_noise_like([t[k] ...], stddevs[k], seeds[k])`` gives, however many clients are
+    drawn together."""
+    specs = [tf.TensorSpec(t.shape[1:], t.dtype) for t in tensors]
+    return tf.map_fn(
+        lambda a: [_normal(sp.shape, sp.dtype, a[0], a[1], i, stream)
+                   for i, sp in enumerate(specs)],
+        (stddevs, seeds), fn_output_signature=specs)
 
 
 def top_k_mask(tensors, keep_fraction):

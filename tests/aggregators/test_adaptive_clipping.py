@@ -69,7 +69,9 @@ def test_adaptive_bit_noise_has_the_calibrated_std():
                              adaptive=AdaptiveClipping(0.0, 2.0, 0.5, 0.2))
     state = f.initial_state_tensors()
     counts = tf.constant([10.0])
-    bits = [float(f.client_math([tf.zeros([3])], tf.ones([1]), tf.constant([7, i]), state,
-                                counts)[3]) + 0.5 - 1.0 for i in range(4000)]
+    n = 4000
+    seeds = tf.stack([tf.fill([n], 7), tf.range(n)], axis=1)
+    bits = f.client_math([tf.zeros([n, 3])], tf.ones([n, 1]), seeds, state,
+                         counts)[3].numpy() + 0.5 - 1.0
     # each client carries N(0, 2^2 / 10): the sum over a cohort of 10 carries N(0, 2^2)
     assert np.std(bits) * np.sqrt(10) == pytest.approx(2.0, rel=0.05)

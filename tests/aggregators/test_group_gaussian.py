@@ -64,16 +64,19 @@ def test_topk_mask_keeps_exactly_the_largest():
     assert np.min(np.abs(flat[nz])) >= np.max(np.abs(np.delete(flat, nz)))
 
 
+@pytest.mark.parametrize("draw", ["client", "group"])
 @pytest.mark.parametrize("weights,expected_var", [
     ((0.5, 0.5), 0.25 * 4.0 / 16 + 0.25 * 0.25 / 4),
     ((1.0, 0.0), 4.0 / 16),
 ])
-def test_noise_statistics(weights, expected_var):
+def test_noise_statistics(weights, expected_var, draw):
     """Zero updates: the result is pure noise, N(0, sum_m (w_m s_m / r_m)^2) per coordinate,
-    since group m's sum carries N(0, s_m^2) whatever its cohort size."""
+    since group m's sum carries N(0, s_m^2) whatever its cohort size, whether the clients
+    draw their shares or the server draws the group's noise."""
     d = 40000
     vt = _value_type({"w": [d]}, 2)
-    proc = GroupGaussianFactory([1.0, 1.0], [2.0, 0.5], [4, 2], weights=list(weights)).create(vt)
+    proc = GroupGaussianFactory([1.0, 1.0], [2.0, 0.5], [4, 2], weights=list(weights),
+                                noise_draw=draw, noise_seed=5).create(vt)
     clients = [_client({"w": np.zeros(d)}, 0, 2, [1, i]) for i in range(4)] + \
               [_client({"w": np.zeros(d)}, 1, 2, [1, 10 + i]) for i in range(2)]
     noise = proc.next(proc.initialize(), clients).result["w"]
@@ -83,10 +86,11 @@ def test_noise_statistics(weights, expected_var):
     assert np.array_equal(noise, again)       # seeded: reproducible
 
 
-def test_group_noise_does_not_depend_on_realised_cohort():
+@pytest.mark.parametrize("draw", ["client", "group"])
+def test_group_noise_does_not_depend_on_realised_cohort(draw):
     d = 40000
     vt = _value_type({"w": [d]}, 1)
-    proc = GroupGaussianFactory([1.0], [1.0], [5], weights=[1.0]).create(vt)
+    proc = GroupGaussianFactory([1.0], [1.0], [5], weights=[1.0], noise_draw=draw).create(vt)
     for k in (2, 9):
         clients = [_client({"w": np.zeros(d)}, 0, 1, [3, i]) for i in range(k)]
         noise = proc.next(proc.initialize(), clients).result["w"]
@@ -102,3 +106,49 @@ def test_rejects_bad_arguments():
         GroupGaussianFactory([1.0], [1.0], [5], keep_fractions=[1.5])
     with pytest.raises(TypeError):
         GroupGaussianFactory([1.0], [1.0], [5]).create(tff.TensorType(np.float32, [3]))
+
+
+def test_group_draws_are_fresh_every_round_and_clients_add_none():
+    """noise_draw="group": the round count in the state moves the seed (new noise each round,
+    the same noise for the same round); the clients' values reach the sum unnoised."""
+    d = 1000
+    vt = _value_type({"w": [d]}, 1)
+    proc = GroupGaussianFactory([100.0], [1.0], [2], weights=[1.0], noise_draw="group",
+                                noise_seed=9).create(vt)
+    clients = [_client({"w": np.full(d, 3.0)}, 0, 1, [0, i]) for i in range(2)]
+    state = proc.initialize()
+    first = proc.next(state, clients)
+    second = proc.next(first.state, clients)
+    assert float(first.state["round"]) == 1.0 and float(second.state["round"]) == 2.0
+    assert np.array_equal(proc.next(state, clients).result["w"], first.result["w"])
+    n1, n2 = first.result["w"] - 3.0, second.result["w"] - 3.0     # (3 + 3 + noise) / 2
+    assert not np.allclose(n1, n2)
+    assert np.var(n1) == pytest.approx(0.25, rel=0.2)
+    assert abs(np.corrcoef(n1, n2)[0, 1]) < 0.15
+
+
+def test_rejects_unknown_noise_draw():
+    with pytest.raises(ValueError, match="noise_draw='server'"):
+        GroupGaussianFactory([1.0], [1.0], [5], noise_draw="server")
+
+
+def test_batched_clip_and_noise_are_each_clients_own():
+    """dpmath's client-axis functions give client k what the one-client call gives it:
+    the clip of its own norm, the noise of its own seed."""
+    import tensorflow as tf
+    rng = np.random.default_rng(1)
+    x = [rng.normal(size=(5, 4, 3)).astype(np.float32), rng.normal(size=(5, 7)).astype(np.float32)]
+    clips = np.array([0.5, 1.0, np.inf, 100.0, 2.0], np.float32)
+    seeds = np.array([[3, k] for k in range(5)], np.int32)
+    out, norms, was = dpmath.clip_by_l2(x, tf.constant(clips))
+    noise = dpmath.gaussian_noise_per_client(x, tf.constant(clips[[0, 1, 4, 0, 1]]), seeds)
+    for k in range(5):
+        norm = np.sqrt(sum(np.sum(t[k] ** 2) for t in x))
+        assert float(norms[k]) == pytest.approx(norm, rel=1e-6)
+        scale = 1.0 if clips[k] == np.inf else min(1.0, clips[k] / norm)
+        assert float(was[k]) == float(norm > clips[k])
+        for t, o in zip(x, out):
+            np.testing.assert_allclose(o[k].numpy(), t[k] * scale, rtol=1e-6)
+        alone = dpmath.gaussian_noise_like([t[k] for t in x], clips[[0, 1, 4, 0, 1]][k], seeds[k])
+        for a, b in zip(alone, noise):
+            np.testing.assert_array_equal(a.numpy(), b[k].numpy())

@@ -31,6 +31,7 @@ import tensorflow_federated as tff
 
 from .. import dpmath
 
+NOISE_DRAWS = ("client", "group")
 STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fractions",
               "private")
 
@@ -59,6 +60,13 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
       expected_cohorts: r_m = q_m |G_m|, the denominator of each group mean.
       weights: w_m combining group means (defaults to r_m^2 / sum r^2).
       keep_fractions: k_m/d of Top_k per group (defaults to 1: no sparsification).
+      noise_draw: ``"client"`` (Alg. 1 line 13 as written: every client draws its share
+        N(0, s_m^2 / k_m) from its own seed) or ``"group"`` (the server draws N(0, s_m^2) once
+        per group sum from a per-round seed ``(noise_seed, round)``). The noised group sums
+        have the same distribution either way (a sum of k_m independent N(0, s_m^2/k_m) is
+        N(0, s_m^2)), so the privacy guarantee is the same; "group" draws d numbers per
+        group instead of d per client, which is most of a round's cost on a CPU.
+      noise_seed: int32 base seed of the ``"group"`` draws.
     """
 
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
@@ -66,8 +74,11 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  keep_fractions: Optional[Sequence[float]] = None,
-                 adaptive: Optional[AdaptiveClipping] = None):
+                 adaptive: Optional[AdaptiveClipping] = None, noise_draw: str = "client",
+                 noise_seed: int = 0):
         m = len(clips)
+        if noise_draw not in NOISE_DRAWS:
+            raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
         r = np.asarray(expected_cohorts, dtype=float)
         if len(noise_stddevs) != m or len(r) != m:
             raise ValueError("clips, noise_stddevs and expected_cohorts need one entry per group")
@@ -82,6 +93,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         private = np.asarray([s > 0 or not math.isinf(c) for c, s in zip(clips, noise_stddevs)])
         self.num_groups = m
         self.adaptive = adaptive
+        self.noise_draw, self.noise_seed = noise_draw, int(noise_seed)
         self._params = collections.OrderedDict(
             clips=np.asarray(clips, np.float32), noise_stddevs=np.asarray(noise_stddevs, np.float32),
             expected_cohorts=r.astype(np.float32), weights=w.astype(np.float32),
@@ -94,6 +106,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                 count_stddev=np.float32(adaptive.count_stddev),
                 target_quantile=np.float32(adaptive.target_quantile),
                 clip_learning_rate=np.float32(adaptive.learning_rate))
+        if noise_draw == "group":               # rounds aggregated so far: the draw's seed
+            self._params.update(round=np.float32(0))
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
         m = self.num_groups
@@ -123,14 +137,16 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         @tff.tensorflow.computation(value_type, state_type, tff.TensorType(np.float32, [m]))
         def client_step(value, state, counts):
             update = _as_container(value.update)
+            groups, seeds = value.group[None], value.seed[None]      # a cohort of one
+            slots = value.slot[None] if hasattr(value, "slot") else None
             noised, norm, was_clipped, bit = self.client_math(
-                tf.nest.flatten(update), value.group, value.seed, state, counts)
+                [t[None] for t in tf.nest.flatten(update)], groups, seeds, state, counts)
             # place the update in its group's row: an [M, ...] tensor per weight tensor
-            grouped = [tf.reshape(value.group, [m] + [1] * len(t.shape)) * tf.expand_dims(t, 0)
+            grouped = [tf.reshape(value.group, [m] + [1] * (len(t.shape) - 1)) * t
                        for t in noised]
-            stats = collections.OrderedDict(norm=norm, clipped=was_clipped, bit=bit)
+            stats = collections.OrderedDict(norm=norm[0], clipped=was_clipped[0], bit=bit[0])
             return (tf.nest.pack_sequence_as(update, grouped), stats,
-                    self._client_extra(value, noised))
+                    self.client_extra(groups, seeds, slots, noised))
 
         grouped_type, _, extra_type = client_step.type_signature.result
 
@@ -180,41 +196,51 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         return tff.templates.AggregationProcess(init_fn, next_fn)
 
     # The arithmetic of a round, on plain tensors: the TFF computations above and the fast
-    # runner (tff_idp.engine.fast_runner) both call these, so there is one implementation.
+    # backend (tff_idp.engine.backends) both call these, so there is one implementation.
 
     def initial_state_tensors(self):
         return collections.OrderedDict((k, tf.constant(v, tf.float32))
                                        for k, v in self._params.items())
 
-    def client_math(self, tensors, group, seed, state, counts):
-        """Clip to C_m (Alg. 1 line 12), add this client's share of the group noise
-        (line 13). Returns (noised tensors, pre-clip norm, clipped indicator, noised
-        adaptive-clipping bit: (1[norm <= C] - 1/2) + its share of N(0, count_stddev^2), 0
-        without adaptive clipping)."""
-        clip = tf.reduce_sum(group * state["clips"])
-        clipped, norm, was_clipped = dpmath.clip_by_l2(tensors, clip)
-        share = self._noise_share(group, state, counts)
-        noise = dpmath.gaussian_noise_like(clipped, share, seed)
-        bit = tf.zeros([], tf.float32)
+    def client_math(self, tensors, groups, seeds, state, counts):
+        """K clients at once (tensors [K, ...], one-hot groups [K, M], seeds [K, 2]; K = 1
+        in the TFF client computation): clip client k to C_m (Alg. 1 line 12), add its share
+        of the group noise drawn from its own seed (line 13; ``noise_draw="client"``).
+        Returns (noised tensors [K, ...], pre-clip norms [K], clipped indicators [K], noised
+        adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
+        N(0, count_stddev^2), 0 without adaptive clipping)."""
+        clipped, norm, was_clipped = dpmath.clip_by_l2(
+            tensors, tf.linalg.matvec(groups, state["clips"]))
+        if self.noise_draw == "client":
+            shares = self._noise_share(groups, state, counts)
+            noise = dpmath.gaussian_noise_per_client(clipped, shares, seeds)
+            noised = [c + n for c, n in zip(clipped, noise)]
+        else:                                   # the server draws the group's noise
+            noised = clipped
+        bit = tf.zeros_like(norm)
         if self.adaptive is not None:
             cohort = tf.maximum(tf.reduce_sum(counts), 1.0)
-            bit_noise = dpmath.gaussian_noise_like(
-                [bit], state["count_stddev"] / tf.sqrt(cohort), seed, stream=1)[0]
+            share = state["count_stddev"] / tf.sqrt(cohort)
+            bit_noise = dpmath.gaussian_noise_per_client(
+                [bit], tf.fill(tf.shape(norm), share), seeds, stream=1)[0]
             bit = (1.0 - was_clipped) - 0.5 + bit_noise
-        return [c + n for c, n in zip(clipped, noise)], norm, was_clipped, bit
+        return noised, norm, was_clipped, bit
 
     def state_update_math(self, state, bit_sum):
         """Adaptive clipping's server step (Andrew et al. Alg. 1): b = bit_sum / (expected
         cohort) + 1/2 clamped to [0, 1], C <- C exp(-lr (b - target)), update noise std
         z_delta C. Without
-        adaptive clipping the state is unchanged."""
+        adaptive clipping the state is unchanged but for the round count of ``"group"``
+        noise draws."""
+        new = collections.OrderedDict(state)
+        if self.noise_draw == "group":
+            new["round"] = state["round"] + 1.0
         if self.adaptive is None:
-            return state
+            return new
         expected = tf.reduce_sum(state["expected_cohorts"])
         unclipped = tf.clip_by_value(bit_sum / expected + 0.5, 0.0, 1.0)   # noise can overshoot
         clips = state["clips"] * tf.exp(-state["clip_learning_rate"] *
                                         (unclipped - state["target_quantile"]))
-        new = collections.OrderedDict(state)
         new["clips"] = clips
         new["noise_stddevs"] = state["value_noise_multiplier"] * clips
         return new
@@ -224,6 +250,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         (line 17), group means over r_m, post-processing hook, weighted combination
         (line 19). Returns (update tensors, kept fraction per group)."""
         m = self.num_groups
+        if self.noise_draw == "group":
+            sums = self.group_noised(sums, state)
         means, kept_fraction = [], []
         for g in range(m):
             kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
@@ -237,19 +265,29 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             total = [acc + state["weights"][g] * t for acc, t in zip(total, means[g])]
         return [tf.cast(t, s.dtype) for t, s in zip(total, sums)], tf.stack(kept_fraction)
 
+    def group_noised(self, sums, state):
+        """``noise_draw="group"``: each group sum ([M, ...] per tensor) plus N(0, s_m^2) per
+        coordinate, drawn from the seed (noise_seed, round): the distribution the clients'
+        shares give it (Alg. 1 line 13 summed over the group)."""
+        seed = tf.stack([tf.constant(self.noise_seed, tf.int32),
+                         tf.cast(state["round"], tf.int32)])
+        noise = dpmath.gaussian_noise_like(sums, 1.0, seed)
+        return [s + tf.reshape(state["noise_stddevs"], [-1] + [1] * (len(s.shape) - 1)) * n
+                for s, n in zip(sums, noise)]
+
     # Hooks for variants (PFA); the defaults are GDPFed's Algorithm 1.
 
-    def _noise_share(self, group, state, counts):
-        """Per-client noise std: s_m / sqrt(k_m), so group m's sum carries N(0, s_m^2)."""
-        return tf.reduce_sum(group * state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
+    def _noise_share(self, groups, state, counts):
+        """Per-client noise std [K]: s_m / sqrt(k_m), so group m's sum carries N(0, s_m^2)."""
+        return tf.linalg.matvec(groups, state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
 
-    def _client_extra(self, value, noised):
-        """Anything else a client contributes to a sum (none here). ``value`` needs
-        ``group``, ``seed`` and, for PFA, ``slot``."""
+    def client_extra(self, groups, seeds, slots, noised):
+        """The sum over K clients of anything else they contribute (nothing here; PFA's
+        public rows). ``slots`` [K] (PFA) or None."""
         return tf.zeros([], tf.float32)
 
     def client_extra_zeros(self, tensors):
-        """A zero of the shape of ``_client_extra``'s output (the fast runner's accumulator)."""
+        """A zero of the shape of ``client_extra``'s output (the fast runner's accumulator)."""
         return tf.zeros([], tf.float32)
 
     def _server_transform(self, group_means, extra_sum, counts):

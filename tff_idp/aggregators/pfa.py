@@ -50,6 +50,7 @@ class PFAFactory(GroupGaussianFactory):
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  public_group: int = -1, projected_group: int = 0, rank: int = 1):
         super().__init__(clips, noise_stddevs, expected_cohorts, weights, None)
+        # public clients are noised one by one (module doc): noise_draw stays "client"
         m = self.num_groups
         self.public_group = public_group % m
         self.projected_group = projected_group % m
@@ -65,18 +66,19 @@ class PFAFactory(GroupGaussianFactory):
             raise TypeError(f"PFAFactory needs a 'slot' per client; got {value_type}")
         return super().create(value_type)
 
-    def _noise_share(self, group, state, counts):
-        shared = super()._noise_share(group, state, counts)
-        full = tf.reduce_sum(group * state["noise_stddevs"])
-        return tf.where(group[self.public_group] > 0, full, shared)
+    def _noise_share(self, groups, state, counts):
+        shared = super()._noise_share(groups, state, counts)
+        full = tf.linalg.matvec(groups, state["noise_stddevs"])
+        return tf.where(groups[:, self.public_group] > 0, full, shared)
 
-    def _client_extra(self, value, noised):
-        flat = tf.concat([tf.reshape(t, [-1]) for t in noised], axis=0)
-        slot = value.slot
-        valid = tf.logical_and(tf.logical_and(slot >= 0, slot < self.rows),
-                               value.group[self.public_group] > 0)
-        row = tf.one_hot(tf.where(valid, slot, 0), self.rows) * tf.cast(valid, tf.float32)
-        return row[:, None] * flat[None, :]
+    def client_extra(self, groups, seeds, slots, noised):
+        """Public client j's noised update in row ``slots[j]`` of an [S, d] matrix, summed
+        over the K clients (rows of other clients, or beyond S, are zero)."""
+        flat = tf.concat([tf.reshape(t, [tf.shape(t)[0], -1]) for t in noised], axis=1)
+        valid = tf.logical_and(tf.logical_and(slots >= 0, slots < self.rows),
+                               groups[:, self.public_group] > 0)
+        rows = tf.one_hot(tf.where(valid, slots, 0), self.rows) * tf.cast(valid, tf.float32)[:, None]
+        return tf.matmul(rows, flat, transpose_a=True)
 
     def client_extra_zeros(self, tensors):
         return tf.zeros([self.rows, sum(int(np.prod(t.shape)) for t in tensors)], tf.float32)

@@ -1,8 +1,8 @@
 """The round loop: one method of an :class:`Experiment`, round by round, on a backend.
 
-Per round: sample the cohort per group (``tff_idp.sampling``), build each sampled client's
-tf.data dataset (shuffled with a per-(seed, round, client) seed, repeated, ``batch_size``
-batches), let the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round,
+Per round: sample the cohort per group (``tff_idp.sampling``), draw each sampled client's
+examples in training order (``client_examples``: permutations seeded by (seed, round,
+client)), let the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round,
 evaluate the new global model on the held-out test set, record the round in the ledger.
 """
 from __future__ import annotations
@@ -32,6 +32,9 @@ from .backends import BACKENDS
 from .experiment import Experiment, plan_summary
 
 
+GROUP_NOISE_STREAM = 1 << 30      # the third part of the group-noise base seed (rounds < it)
+
+
 def _seed32(*parts) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31 - 1))
 
@@ -55,8 +58,10 @@ def initial_weights(exp: Experiment, model_fn):
     return model_fn().get_weights()
 
 
-def make_factory(plan, adaptive_clipping: str = "ours"):
-    """The aggregation factory of a plan. Adaptive clipping (IDP-FedAvg, paper 004):
+def make_factory(plan, adaptive_clipping: str = "ours", noise_draw: str = "client",
+                 noise_seed: int = 0):
+    """The aggregation factory of a plan. ``noise_draw``/``noise_seed``: who draws the
+    Gaussian noise (``GroupGaussianFactory``). Adaptive clipping (IDP-FedAvg, paper 004):
     ``"ours"``, GroupGaussianFactory with Andrew et al.'s adaptive clip and seeded noise
     (deterministic, resumable, runs on both backends), or ``"tff"``, TFF's
     ``DifferentiallyPrivateFactory.gaussian_adaptive`` itself (initial clip 0.1, target
@@ -77,26 +82,37 @@ def make_factory(plan, adaptive_clipping: str = "ours"):
             plan.clips, [z_value * plan.clips[0]], plan.expected_cohorts, plan.weights,
             plan.keep_fractions,
             adaptive=AdaptiveClipping(z_value, count_std, idp.ADAPTIVE_TARGET_QUANTILE,
-                                      idp.ADAPTIVE_LEARNING_RATE))
+                                      idp.ADAPTIVE_LEARNING_RATE),
+            noise_draw=noise_draw, noise_seed=noise_seed)
     if plan.public_group is not None:
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
                           public_group=plan.public_group, projected_group=plan.projected_group)
     return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
-                                plan.weights, plan.keep_fractions)
+                                plan.weights, plan.keep_fractions, noise_draw=noise_draw,
+                                noise_seed=noise_seed)
 
 
-def client_dataset(exp: Experiment, client: int, rnd: int) -> tf.data.Dataset:
-    """Client ``client``'s batches in round ``rnd``: its examples shuffled with a seed of
-    (seed, round, client), then ``local_epochs`` passes (last batch may be short) or an
-    endless stream of full ``batch_size`` batches (the process takes ``local_steps``)."""
+# how client data is ordered (client_examples); part of every run fingerprint, so results
+# made with another order are not taken as complete. 1: tf.data shuffles (sessions 1-2);
+# 2: numpy permutations shared by both backends
+DATA_ORDER_VERSION = 2
+
+
+def client_examples(exp: Experiment, client: int, rnd: int):
+    """Client ``client``'s training examples of round ``rnd``, in the order it uses them:
+    permutations of its examples drawn from (seed, round, client), one after another, as
+    many as ``local_epochs`` asks (batched by the backend, the last batch may be short) or
+    the first ``local_steps * batch_size`` of enough of them (full batches only). Returned
+    as arrays (x, y); both backends batch these same arrays."""
     cfg = exp.cfg
     idx = exp.client_indices[client]
-    x = exp.data.x_train[idx].astype(input_dtype(exp.data).as_numpy_dtype)
-    ds = tf.data.Dataset.from_tensor_slices((x, exp.data.y_train[idx]))
-    ds = ds.shuffle(len(idx), seed=_seed32(cfg.seed, rnd, client), reshuffle_each_iteration=True)
-    if cfg.local_epochs:
-        return ds.repeat(cfg.local_epochs).batch(cfg.batch_size)
-    return ds.repeat().batch(cfg.batch_size, drop_remainder=True)
+    n = len(idx)
+    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION])
+    need = None if cfg.local_epochs else cfg.local_steps * cfg.batch_size
+    passes = cfg.local_epochs or -(-need // n)
+    order = idx[np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]]
+    x = exp.data.x_train[order].astype(input_dtype(exp.data).as_numpy_dtype)
+    return x, exp.data.y_train[order]
 
 
 def evaluate(model, x, y, batch: int = 1000):
@@ -121,15 +137,16 @@ CHECKPOINT = "checkpoint.pkl"
 def run_fingerprint(cfg, method: str) -> str:
     """What a checkpoint (or a finished results folder, for the harness) must match: every
     config key that changes the computation (not where results go, how often to checkpoint,
-    or the device)."""
+    or the device and chunk size)."""
     keys = dataclasses.asdict(cfg)
-    for k in ("output_dir", "checkpoint_every", "device", "reference", "name", "methods"):
+    for k in ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "reference", "name",
+              "methods"):
         keys.pop(k, None)
     # keys at their default value are left out, so that a key added to the config later
     # (with a default that keeps the old behaviour) does not orphan earlier results
     defaults = dataclasses.asdict(type(cfg)())
     keys = {k: v for k, v in keys.items() if v != defaults.get(k)}
-    return hashlib.sha256(json.dumps([method, keys], sort_keys=True,
+    return hashlib.sha256(json.dumps([method, keys, DATA_ORDER_VERSION], sort_keys=True,
                                      default=str).encode()).hexdigest()[:16]
 
 
@@ -156,7 +173,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
-    round, client), client data order from (seed, round, client), initial model from seed.
+    round, client) (``noise_draw="group"``: group noise from (seed, method, stream) and the
+    round), client data order from (seed, round, client), initial model from seed.
 
     Checkpoints: with ``checkpoint_dir``, every ``cfg.checkpoint_every`` rounds the backend
     state (model, optimizer, aggregator), the sampler's generator state, the ledger and the
@@ -167,7 +185,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     model_fn = build_model_fn(exp)
     w0 = initial_weights(exp, model_fn)
     m_agg = plan.num_aggregation_groups
-    factory = make_factory(plan, cfg.adaptive_clipping)
+    factory = make_factory(plan, cfg.adaptive_clipping, cfg.noise_draw,
+                           _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM))
     x = exp.data.x_train
     batch_dim = None if cfg.local_epochs else cfg.batch_size   # epochs keep a short batch
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
@@ -191,18 +210,18 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
         noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
-        datasets, infos, ids = [], [], []
+        examples, infos, ids = [], [], []
         for g, clients in enumerate(cohort):
             onehot = np.zeros(m_agg, np.float32)
             onehot[plan.aggregation_groups[g]] = 1.0
             public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
             for j, c in enumerate(clients):
-                datasets.append(client_dataset(exp, c, rnd))
+                examples.append(client_examples(exp, c, rnd))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([noise_seed, c], np.int32),
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
-        measurements = runner.step(datasets, infos, rnd) if datasets else {}
+        measurements = runner.step(examples, infos, rnd) if examples else {}
         ledger.record_round(plan.round_mechanisms(), ids)
         seconds = time.perf_counter() - t0
         row = {"round": rnd + 1, "cohort": len(ids),
@@ -229,6 +248,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     summary = {
         "method": method,
         "backend": runner.name,
+        "backend_mode": runner.mode,
         "final_test_accuracy": rows[-1]["test_accuracy"],
         "final_test_loss": rows[-1]["test_loss"],
         "rounds": cfg.rounds,

@@ -1,0 +1,98 @@
+"""CohortModel: K clients' forward pass and gradients in one batched computation equal each
+client's own Keras model (every Sequential model of tff_idp.models); the ResNets are not
+batchable and say why."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_idp import models
+from tff_idp.algorithms.client_work import ClientTrainer
+from tff_idp.engine.cohort_model import CohortModel
+
+K, B = 3, 4
+SMALL = {   # builder kwargs that keep each model small but its layer types intact
+    "logistic": dict(input_dim=6, num_classes=3),
+    "digits_mlp": dict(input_dim=6, num_classes=3),
+    "cnn2": dict(input_shape=(20, 20, 2), num_classes=3),
+    "cnn3": dict(input_shape=(8, 8, 3), num_classes=3),
+    "simple_cnn": dict(input_shape=(8, 8, 3), num_classes=3),
+    "char_lstm": dict(vocab_size=7, seq_len=5),
+}
+
+
+def _inputs(name, rng):
+    kw = SMALL[name]
+    if name == "char_lstm":
+        return rng.integers(0, kw["vocab_size"], (K, B, kw["seq_len"])).astype(np.int32)
+    shape = kw.get("input_shape", (kw.get("input_dim"),))
+    return rng.normal(size=(K, B) + tuple(shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_each_client_gets_its_own_models_output_and_gradient(name):
+    rng = np.random.default_rng(0)
+    keras = [models.build(name, **SMALL[name]) for _ in range(K)]   # different weights
+    cohort = CohortModel(keras[0])
+    x = _inputs(name, rng)
+    classes = int(keras[0].output_shape[-1])
+    y = rng.integers(0, classes, (K, B))
+    params = [tf.stack([m.trainable_variables[i] for m in keras])
+              for i in range(len(keras[0].trainable_variables))]
+    with tf.GradientTape() as tape:
+        tape.watch(params)
+        logits = cohort.apply(params, tf.constant(x))
+        total = tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
+            y, logits, from_logits=True))
+    grads = [tf.convert_to_tensor(g) for g in tape.gradient(total, params)]
+    assert logits.shape == (K, B, classes)
+    for k, model in enumerate(keras):
+        with tf.GradientTape() as tape:
+            own = model(x[k])
+            loss = tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
+                y[k], own, from_logits=True))
+        own_grads = tape.gradient(loss, model.trainable_variables)
+        np.testing.assert_allclose(logits[k].numpy(), own.numpy(), atol=1e-5)
+        for g, og in zip(grads, own_grads):
+            np.testing.assert_allclose(g[k].numpy(), tf.convert_to_tensor(og).numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("optimizer,momentum,masked", [
+    ("sgd", 0.0, False), ("sgd", 0.9, True), ("adam", 0.0, True)])
+def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked):
+    """train_cohort and train_on_batches (the client loop) give every client the same delta
+    and mean loss, with padding masks (an all-padding step is a no-op)."""
+    rng = np.random.default_rng(1)
+    model = models.build("cnn2", **SMALL["cnn2"])
+    weights = [tf.constant(w) for w in model.get_weights()]
+    steps = 3
+    xs = rng.normal(size=(K, steps, B, 20, 20, 2)).astype(np.float32)
+    ys = rng.integers(0, 3, (K, steps, B)).astype(np.int32)
+    ws = None
+    if masked:
+        ws = np.ones((K, steps, B), np.float32)
+        ws[0, 2] = 0.0            # client 0: two steps only
+        ws[1, 1, 2:] = 0.0        # client 1: a short batch
+    trainer = ClientTrainer(steps, optimizer, momentum)
+    lr = 0.05 if optimizer == "sgd" else 1e-3
+    deltas, losses = trainer.train_cohort(CohortModel(model), weights, xs, ys, lr, ws)
+    for k in range(K):
+        delta, loss = trainer.train_on_batches(model, weights, xs[k], ys[k], lr,
+                                               None if ws is None else ws[k])
+        assert float(losses[k]) == pytest.approx(float(loss), rel=1e-5)
+        for a, b in zip(deltas, delta):
+            diff = np.abs(a[k].numpy() - b.numpy())
+            if optimizer == "sgd":
+                assert diff.max() < 1e-5
+            else:
+                # Adam moves a coordinate by about lr whatever its gradient's size, so float32
+                # rounding in a near-zero gradient (a grouped vs a plain convolution) can
+                # show on a handful of coordinates, bounded by the step size
+                assert diff.max() < lr and np.mean(diff > 1e-5) < 1e-3
+
+
+@pytest.mark.parametrize("name", ["resnet20"])
+def test_models_it_cannot_batch_are_refused_with_the_reason(name):
+    model = models.build(name, input_shape=(8, 8, 3))
+    assert not CohortModel.supports(model)
+    with pytest.raises(ValueError, match="not a keras Sequential model"):
+        CohortModel(model)

@@ -1,0 +1,185 @@
+"""A Keras model applied to a whole cohort at once, each client with its own weights.
+
+``CohortModel(keras_model)`` reads the model's layers and gives ``apply(params, x)``: logits
+``[K, B, classes]`` for inputs ``[K, B, ...]`` and per-client weights ``params`` (one tensor
+``[K, ...]`` per trainable variable, in ``model.trainable_variables`` order). The gradient of
+the summed per-client losses with respect to ``params`` is then every client's own gradient,
+so K clients take one local step in one batched computation (FedJAX's ``for_each_client``
+with the client as a batch dimension; STYLE.md 2).
+
+How each layer is batched over clients:
+- ``Conv2D``: one grouped convolution with K groups (``feature_group_count``): the clients'
+  activations sit side by side in the channel axis, ``[B, H, W, K*C]``, and the filters in
+  ``[kh, kw, C, K*O]``, so client k's channels only meet client k's filter. Pooling, ReLU and
+  bias work on that layout directly; activations stay in it from one convolution to the next.
+- ``Dense``: a batched matrix product ``[K, B, i] x [K, i, o]``; ``Flatten`` moves the client
+  axis to the front.
+- ``Embedding``: a per-client gather; ``LSTM``: Keras' cell (gates i, f, c, o; tanh and
+  sigmoid) with per-client kernels, scanned over time.
+
+``CohortModel.supports(model)`` says whether every layer is one of these (a ``Sequential``
+stack of ``InputLayer``, ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``,
+``GlobalAveragePooling2D``, ``Flatten``, ``Dense``, ``ReLU``, ``Activation``, ``Embedding``,
+``LSTM`` with Keras' default activations); for any other model the fast backend trains the
+cohort's clients one after another (``tests/engine/test_cohort_model.py`` checks both give
+each client's Keras output and gradient).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import tensorflow as tf
+
+L = tf.keras.layers
+
+# layout of an activation: "spatial" = [B, H, W, K*C] (clients side by side in channels),
+# "clients" = [K, B, ...] (client axis first)
+_SPATIAL, _CLIENTS = "spatial", "clients"
+
+
+def _unsupported_reason(model) -> Optional[str]:
+    if not isinstance(model, tf.keras.Sequential):
+        return f"{type(model).__name__} is not a keras Sequential model"
+    owned = []
+    for layer in model.layers:
+        name = type(layer).__name__
+        if isinstance(layer, L.Conv2D):
+            if type(layer) is not L.Conv2D or layer.groups != 1 \
+                    or layer.data_format != "channels_last":
+                return f"layer {layer.name} ({name}) is not a plain channels-last Conv2D"
+        elif isinstance(layer, L.LSTM):
+            if (layer.activation is not tf.keras.activations.tanh
+                    or layer.recurrent_activation is not tf.keras.activations.sigmoid
+                    or layer.go_backwards or layer.stateful or not layer.use_bias
+                    or layer.dropout or layer.recurrent_dropout):
+                return f"layer {layer.name} (LSTM) has non-default settings"
+        elif isinstance(layer, (L.MaxPooling2D, L.AveragePooling2D)):
+            if layer.data_format != "channels_last":
+                return f"layer {layer.name} ({name}) is not channels-last"
+        elif not isinstance(layer, (L.InputLayer, L.GlobalAveragePooling2D, L.Flatten, L.Dense,
+                                    L.ReLU, L.Activation, L.Embedding)):
+            return f"layer {layer.name} ({name}) has no cohort-batched form"
+        owned += layer.trainable_weights
+    if [v.ref() for v in owned] != [v.ref() for v in model.trainable_variables]:
+        return "the layers' weights are not the model's trainable variables in order"
+    return None
+
+
+class CohortModel:
+    """``apply(params, x)`` of a supported Keras model for K clients at once (module doc)."""
+
+    def __init__(self, model: tf.keras.Model):
+        reason = _unsupported_reason(model)
+        if reason is not None:
+            raise ValueError(f"model {model.name!r} cannot be batched over clients: {reason}")
+        self.model = model
+        self._slots = []            # (layer, indices of its weights in trainable_variables)
+        index = 0
+        for layer in model.layers:
+            n = len(layer.trainable_weights)
+            self._slots.append((layer, list(range(index, index + n))))
+            index += n
+
+    @staticmethod
+    def supports(model) -> bool:
+        return _unsupported_reason(model) is None
+
+    @staticmethod
+    def why_not(model) -> Optional[str]:
+        return _unsupported_reason(model)
+
+    def apply(self, params: List[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
+        """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]."""
+        k = tf.shape(x)[0]
+        h, layout = x, _CLIENTS
+        for layer, idx in self._slots:
+            w = [params[i] for i in idx]
+            if isinstance(layer, L.InputLayer):
+                continue
+            if isinstance(layer, L.Conv2D):
+                h = _to_spatial(h, layout, k)
+                h, layout = layer.activation(_conv(layer, h, w, k)), _SPATIAL
+            elif isinstance(layer, (L.MaxPooling2D, L.AveragePooling2D)):
+                h, layout = _to_spatial(h, layout, k), _SPATIAL
+                pool = tf.nn.max_pool2d if isinstance(layer, L.MaxPooling2D) else tf.nn.avg_pool2d
+                h = pool(h, layer.pool_size, layer.strides, layer.padding.upper())
+            elif isinstance(layer, L.GlobalAveragePooling2D):
+                h = _to_clients(h, layout, k)
+                h, layout = tf.reduce_mean(h, axis=[2, 3], keepdims=layer.keepdims), _CLIENTS
+            elif isinstance(layer, L.Flatten):
+                h = _to_clients(h, layout, k)
+                h, layout = tf.reshape(h, [k, tf.shape(h)[1], -1]), _CLIENTS
+            elif isinstance(layer, L.Dense):
+                h, layout = _to_clients(h, layout, k), _CLIENTS
+                h = _dense(h, w, layer.use_bias)
+                h = layer.activation(h)
+            elif isinstance(layer, (L.ReLU, L.Activation)):
+                h = layer(h)                       # elementwise: any layout
+            elif isinstance(layer, L.Embedding):
+                h, layout = tf.gather(w[0], _to_clients(h, layout, k), batch_dims=1), _CLIENTS
+            elif isinstance(layer, L.LSTM):
+                h, layout = _lstm(layer, _to_clients(h, layout, k), w), _CLIENTS
+        return _to_clients(h, layout, k)
+
+
+def _to_spatial(h, layout, k):
+    """[K, B, H, W, C] -> [B, H, W, K*C]."""
+    if layout == _SPATIAL:
+        return h
+    s = tf.shape(h)
+    h = tf.transpose(h, [1, 2, 3, 0, 4])
+    return tf.reshape(h, [s[1], s[2], s[3], k * s[4]])
+
+
+def _to_clients(h, layout, k):
+    """[B, H, W, K*C] -> [K, B, H, W, C]."""
+    if layout == _CLIENTS:
+        return h
+    s = tf.shape(h)
+    h = tf.reshape(h, [s[0], s[1], s[2], k, s[3] // k])
+    return tf.transpose(h, [3, 0, 1, 2, 4])
+
+
+def _conv(layer, h, w, k):
+    """Conv2D of K clients as one convolution with K groups: filters [K, kh, kw, C, O] ->
+    [kh, kw, C, K*O]; output channel block k is client k's."""
+    kernel = w[0]
+    s = tf.shape(kernel)
+    f = tf.reshape(tf.transpose(kernel, [1, 2, 3, 0, 4]), [s[1], s[2], s[3], k * s[4]])
+    y = tf.nn.conv2d(h, f, strides=layer.strides, padding=layer.padding.upper(),
+                     dilations=layer.dilation_rate)
+    if layer.use_bias:
+        y = y + tf.reshape(w[1], [-1])           # [K, O] -> [K*O], client-major like y
+    return y
+
+
+def _dense(h, w, use_bias):
+    """[K, B, ..., i] x [K, i, o] (+ [K, o])."""
+    shape = tf.shape(h)
+    flat = tf.reshape(h, [shape[0], -1, shape[-1]])
+    y = tf.matmul(flat, w[0])
+    if use_bias:
+        y = y + w[1][:, None, :]
+    return tf.reshape(y, tf.concat([shape[:-1], tf.shape(w[0])[-1:]], 0))
+
+
+def _lstm(layer, h, w):
+    """Keras' LSTM (gates i, f, c, o; c' = f c + i tanh(z_c), h' = o tanh(c')) per client:
+    inputs [K, B, T, i], kernels [K, i, 4u] and [K, u, 4u], bias [K, 4u]."""
+    kernel, recurrent, bias = w
+    k, b = tf.shape(h)[0], tf.shape(h)[1]
+    units = layer.units
+    xz = tf.einsum("kbti,kio->tkbo", h, kernel) + bias[None, :, None, :]   # time-major
+
+    def cell(carry, z_x):
+        h_prev, c_prev = carry
+        z = z_x + tf.matmul(h_prev, recurrent)
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        c = tf.sigmoid(f) * c_prev + tf.sigmoid(i) * tf.tanh(g)
+        return tf.sigmoid(o) * tf.tanh(c), c
+
+    zeros = tf.zeros(tf.stack([k, b, units]), h.dtype)
+    hs, _ = tf.scan(cell, xz, initializer=(zeros, zeros))
+    if layer.return_sequences:
+        return tf.transpose(hs, [1, 2, 0, 3])
+    return hs[-1]
