@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tff_idp import config
-from tff_idp.engine import loop
+from tff_idp.engine import backends, loop
 from tff_idp.engine.backends import UnsupportedByBackend
 from tff_idp.engine.experiment import prepare
 
@@ -21,7 +21,7 @@ def _experiment(methods, extra=()):
     return prepare(cfg)
 
 
-def _final_weights(exp, method, backend):
+def _final_weights(exp, method, backend, mode=None):
     captured = {}
     real = loop.BACKENDS[backend]
 
@@ -35,6 +35,8 @@ def _final_weights(exp, method, backend):
         loop.run_method(exp, method, progress=False, backend=backend)
     finally:
         loop.BACKENDS[backend] = real
+    if mode is not None:
+        assert captured["runner"].mode == mode
     return captured["runner"].weights
 
 
@@ -55,6 +57,30 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
         _silence(exp, method)
     tff_w = _final_weights(exp, method, "tff")
     fast_w = _final_weights(exp, method, "fast")
+    for a, b in zip(tff_w, fast_w):
+        np.testing.assert_allclose(a, b, atol=TOL)
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("gdpfed_plus", ('noise_draw="group"',)),     # the server draws each group's noise
+    # a convolutional model with its clients' weights side by side (grouped convolutions)
+    ("dp_fedavg", ('dataset="synthetic:fashion_mnist"', 'model="cnn2"', "num_clients=30",
+                   "budgets=[2.0]", "group_ratios=[1.0]")),
+])
+def test_fast_backend_matches_tff_backend_noise_on(method, extra):
+    exp = _experiment(f'["{method}"]', extra)
+    tff_w = _final_weights(exp, method, "tff")
+    fast_w = _final_weights(exp, method, "fast", mode="cohort")
+    for a, b in zip(tff_w, fast_w):
+        np.testing.assert_allclose(a, b, atol=TOL)
+
+
+def test_client_loop_mode_matches_tff_backend(monkeypatch):
+    """A model CohortModel cannot batch is trained one client after another, same result."""
+    monkeypatch.setattr(backends.CohortModel, "supports", staticmethod(lambda model: False))
+    exp = _experiment('["gdpfed_plus"]', ("local_epochs=1", "num_clients=70"))
+    tff_w = _final_weights(exp, "gdpfed_plus", "tff")
+    fast_w = _final_weights(exp, "gdpfed_plus", "fast", mode="client-loop")
     for a, b in zip(tff_w, fast_w):
         np.testing.assert_allclose(a, b, atol=TOL)
 

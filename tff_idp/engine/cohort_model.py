@@ -17,12 +17,17 @@ How each layer is batched over clients:
 - ``Embedding``: a per-client gather; ``LSTM``: Keras' cell (gates i, f, c, o; tanh and
   sigmoid) with per-client kernels, scanned over time.
 
-``CohortModel.supports(model)`` says whether every layer is one of these (a ``Sequential``
-stack of ``InputLayer``, ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``,
-``GlobalAveragePooling2D``, ``Flatten``, ``Dense``, ``ReLU``, ``Activation``, ``Embedding``,
-``LSTM`` with Keras' default activations); for any other model the fast backend trains the
-cohort's clients one after another (``tests/engine/test_cohort_model.py`` checks both give
-each client's Keras output and gradient).
+- ``GroupNormalization``: client k's G groups are a block of the K*G groups of the
+  side-by-side channels, so one group norm with K*G groups; ``Add`` adds in either layout.
+
+``CohortModel.supports(model)`` says whether the model (``Sequential`` or a functional graph
+with one input and one output, each layer used once) is built only of ``InputLayer``,
+``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``, ``GlobalAveragePooling2D``, ``Flatten``,
+``Dense``, ``ReLU``, ``Activation``, ``Embedding``, ``LSTM`` (Keras' default activations),
+``GroupNormalization`` and ``Add``: every model of ``tff_idp.models``. For any other model
+the fast backend trains the cohort's clients one after another
+(``tests/engine/test_cohort_model.py`` checks that each client gets its own Keras output and
+gradient).
 """
 from __future__ import annotations
 
@@ -37,11 +42,24 @@ L = tf.keras.layers
 _SPATIAL, _CLIENTS = "spatial", "clients"
 
 
+def _inputs_of(model, layer) -> list:
+    """The layers whose outputs ``layer`` takes (the previous one in a Sequential model)."""
+    if isinstance(model, tf.keras.Sequential):
+        i = model.layers.index(layer)
+        return [model.layers[i - 1]] if i > 0 else []
+    return list(tf.nest.flatten(layer.inbound_nodes[0].inbound_layers))
+
+
 def _unsupported_reason(model) -> Optional[str]:
-    if not isinstance(model, tf.keras.Sequential):
-        return f"{type(model).__name__} is not a keras Sequential model"
+    if not isinstance(model, tf.keras.Model) or len(model.inputs) != 1 \
+            or len(model.outputs) != 1:
+        return f"{type(model).__name__} is not a one-input, one-output keras model"
+    if model.outputs[0]._keras_history.layer is not model.layers[-1]:
+        return "its last layer is not its output"
     owned = []
     for layer in model.layers:
+        if len(layer.inbound_nodes) != 1:
+            return f"layer {layer.name} is used {len(layer.inbound_nodes)} times"
         name = type(layer).__name__
         if isinstance(layer, L.Conv2D):
             if type(layer) is not L.Conv2D or layer.groups != 1 \
@@ -56,6 +74,11 @@ def _unsupported_reason(model) -> Optional[str]:
         elif isinstance(layer, (L.MaxPooling2D, L.AveragePooling2D)):
             if layer.data_format != "channels_last":
                 return f"layer {layer.name} ({name}) is not channels-last"
+        elif isinstance(layer, L.GroupNormalization):
+            if layer.axis not in (-1, 3):
+                return f"layer {layer.name} (GroupNormalization) is not over the last axis"
+        elif isinstance(layer, L.Add):
+            pass
         elif not isinstance(layer, (L.InputLayer, L.GlobalAveragePooling2D, L.Flatten, L.Dense,
                                     L.ReLU, L.Activation, L.Embedding)):
             return f"layer {layer.name} ({name}) has no cohort-batched form"
@@ -91,35 +114,50 @@ class CohortModel:
     def apply(self, params: List[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
         """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]."""
         k = tf.shape(x)[0]
-        h, layout = x, _CLIENTS
+        out = {}                                  # layer name -> (activation, layout)
         for layer, idx in self._slots:
             w = [params[i] for i in idx]
             if isinstance(layer, L.InputLayer):
+                out[layer.name] = (x, _CLIENTS)
                 continue
-            if isinstance(layer, L.Conv2D):
-                h = _to_spatial(h, layout, k)
-                h, layout = layer.activation(_conv(layer, h, w, k)), _SPATIAL
-            elif isinstance(layer, (L.MaxPooling2D, L.AveragePooling2D)):
-                h, layout = _to_spatial(h, layout, k), _SPATIAL
-                pool = tf.nn.max_pool2d if isinstance(layer, L.MaxPooling2D) else tf.nn.avg_pool2d
-                h = pool(h, layer.pool_size, layer.strides, layer.padding.upper())
-            elif isinstance(layer, L.GlobalAveragePooling2D):
-                h = _to_clients(h, layout, k)
-                h, layout = tf.reduce_mean(h, axis=[2, 3], keepdims=layer.keepdims), _CLIENTS
-            elif isinstance(layer, L.Flatten):
-                h = _to_clients(h, layout, k)
-                h, layout = tf.reshape(h, [k, tf.shape(h)[1], -1]), _CLIENTS
-            elif isinstance(layer, L.Dense):
-                h, layout = _to_clients(h, layout, k), _CLIENTS
-                h = _dense(h, w, layer.use_bias)
-                h = layer.activation(h)
-            elif isinstance(layer, (L.ReLU, L.Activation)):
-                h = layer(h)                       # elementwise: any layout
-            elif isinstance(layer, L.Embedding):
-                h, layout = tf.gather(w[0], _to_clients(h, layout, k), batch_dims=1), _CLIENTS
-            elif isinstance(layer, L.LSTM):
-                h, layout = _lstm(layer, _to_clients(h, layout, k), w), _CLIENTS
+            ins = [out[p.name] for p in _inputs_of(self.model, layer)]
+            if not ins:                           # a Sequential model's first layer
+                ins = [(x, _CLIENTS)]
+            out[layer.name] = _apply_layer(layer, ins, w, k)
+        h, layout = out[self.model.layers[-1].name]
         return _to_clients(h, layout, k)
+
+
+def _apply_layer(layer, ins, w, k):
+    """One layer for K clients: (output, layout) from its inputs' (activation, layout)."""
+    h, layout = ins[0]
+    if isinstance(layer, L.Add):
+        if all(lay == layout for _, lay in ins):
+            return tf.add_n([t for t, _ in ins]), layout
+        return tf.add_n([_to_clients(t, lay, k) for t, lay in ins]), _CLIENTS
+    if isinstance(layer, L.Conv2D):
+        return layer.activation(_conv(layer, _to_spatial(h, layout, k), w, k)), _SPATIAL
+    if isinstance(layer, (L.MaxPooling2D, L.AveragePooling2D)):
+        pool = tf.nn.max_pool2d if isinstance(layer, L.MaxPooling2D) else tf.nn.avg_pool2d
+        return pool(_to_spatial(h, layout, k), layer.pool_size, layer.strides,
+                    layer.padding.upper()), _SPATIAL
+    if isinstance(layer, L.GroupNormalization):
+        return _group_norm(layer, _to_spatial(h, layout, k), w, k), _SPATIAL
+    if isinstance(layer, L.GlobalAveragePooling2D):
+        h = _to_clients(h, layout, k)
+        return tf.reduce_mean(h, axis=[2, 3], keepdims=layer.keepdims), _CLIENTS
+    if isinstance(layer, L.Flatten):
+        h = _to_clients(h, layout, k)
+        return tf.reshape(h, [k, tf.shape(h)[1], -1]), _CLIENTS
+    if isinstance(layer, L.Dense):
+        return layer.activation(_dense(_to_clients(h, layout, k), w, layer.use_bias)), _CLIENTS
+    if isinstance(layer, (L.ReLU, L.Activation)):
+        return layer(h), layout                   # elementwise: any layout
+    if isinstance(layer, L.Embedding):
+        return tf.gather(w[0], _to_clients(h, layout, k), batch_dims=1), _CLIENTS
+    if isinstance(layer, L.LSTM):
+        return _lstm(layer, _to_clients(h, layout, k), w), _CLIENTS
+    raise ValueError(f"layer {layer.name} has no cohort-batched form")
 
 
 def _to_spatial(h, layout, k):
@@ -151,6 +189,21 @@ def _conv(layer, h, w, k):
     if layer.use_bias:
         y = y + tf.reshape(w[1], [-1])           # [K, O] -> [K*O], client-major like y
     return y
+
+
+def _group_norm(layer, h, w, k):
+    """GroupNormalization (Wu & He 2018; Keras' layer) of K clients in the [B, H, W, K*C]
+    layout: client k's G groups are channel blocks K*G in all, so it is one group norm with
+    K*G groups, and gamma/beta [K, C] line up with the channels as [K*C]."""
+    s = tf.shape(h)
+    groups = k * layer.groups
+    g = tf.reshape(h, [s[0], s[1], s[2], groups, s[3] // groups])
+    mean, var = tf.nn.moments(g, axes=[1, 2, 4], keepdims=True)
+    weights = iter(w)
+    gamma = tf.reshape(next(weights), [1, 1, 1, groups, -1]) if layer.scale else None
+    beta = tf.reshape(next(weights), [1, 1, 1, groups, -1]) if layer.center else None
+    out = tf.nn.batch_normalization(g, mean, var, beta, gamma, layer.epsilon)
+    return tf.reshape(out, s)
 
 
 def _dense(h, w, use_bias):

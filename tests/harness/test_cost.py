@@ -1,0 +1,26 @@
+"""The GPU-time estimate: FLOPs counted from the layers, chunk-steps of the fast backend."""
+import numpy as np
+import pytest
+
+from tff_idp import config
+from tff_idp.harness import cost
+
+
+def test_cnn2_forward_flops_by_hand():
+    conv1 = 2 * 5 * 5 * 1 * 32 * 24 * 24
+    conv2 = 2 * 5 * 5 * 32 * 64 * 8 * 8
+    dense = 2 * 1024 * 512 + 2 * 512 * 10
+    assert cost.model_flops("cnn2", "fashion_mnist") == conv1 + conv2 + dense
+
+
+@pytest.mark.parametrize("chunk,chunks_per_round", [(64, 2), (120, 1), (30, 4)])
+def test_a_latency_bound_run_costs_its_chunk_steps(chunk, chunks_per_round):
+    """digits' logistic model is far below the latency floor: every chunk-step costs the
+    floor, and a round is ceil(cohort / chunk) x local_steps of them."""
+    cfg = config.load(None, ["num_clients=1200", "expected_rate=0.1", "rounds=10",
+                             "local_steps=5", f"fast_chunk_size={chunk}", "eval_every=10"])
+    c = cost.unit_cost(cfg)
+    train = 10 * chunks_per_round * 5 * cost.GPU_STEP_LATENCY
+    evals = 1 * np.ceil(cost.TEST_SIZES["digits"] / 1000) * cost.GPU_STEP_LATENCY
+    assert c["gpu_seconds"] == pytest.approx(train + evals)
+    assert c["example_steps"] == pytest.approx(10 * 120 * 5 * 10)
