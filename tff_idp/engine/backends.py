@@ -8,9 +8,8 @@ the CPU, one client at a time). ``FastBackend``: the same client work
 (``GroupGaussianFactory.client_math`` / ``server_math``) inside one ``tf.function`` per
 chunk of ``fast_chunk_size`` clients, on whatever device TensorFlow is given (a GPU when
 there is one). When the model can be batched over clients (``cohort_model.CohortModel``:
-the Sequential models of ``tff_idp.models``) a chunk's clients train together, their
-weights a batch dimension (mode ``"cohort"``); otherwise one after another (mode
-``"client-loop"``, e.g. the ResNets).
+every model of ``tff_idp.models``) a chunk's clients train together, their weights a batch
+dimension (mode ``"cohort"``); otherwise one after another (mode ``"client-loop"``).
 """
 from __future__ import annotations
 
