@@ -66,8 +66,11 @@ def top_k_mask(tensors, keep_fraction):
     d = tf.size(flat)
     k = tf.cast(tf.round(keep_fraction * tf.cast(d, tf.float32)), tf.int32)
     k = tf.clip_by_value(k, 0, d)
-    _, idx = tf.math.top_k(tf.abs(flat), k=k, sorted=False)
-    mask = tf.scatter_nd(tf.expand_dims(idx, 1), tf.ones([k], flat.dtype), [d])
-    kept = flat * mask
+
+    def masked():
+        _, idx = tf.math.top_k(tf.abs(flat), k=k, sorted=False)
+        return flat * tf.scatter_nd(tf.expand_dims(idx, 1), tf.ones([k], flat.dtype), [d])
+
+    kept = tf.cond(k >= d, lambda: flat, masked)        # keep all: no sort needed
     parts = tf.split(kept, sizes)
     return [tf.reshape(p, s) for p, s in zip(parts, shapes)], k, d

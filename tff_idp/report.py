@@ -270,8 +270,9 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     hours = cost.gpu_hours(sum(c["gpu_seconds"] for c in costs))
     lines.append(f"- Paper scale: {len(paper_units)} runs, {flops / 1e15:.1f} PFLOP; estimated "
                  f"{hours:.1f} GPU-hours on one RTX A6000 ({100 * cost.GPU_UTILISATION:.0f}% "
-                 f"of its fp32 peak, at least {1000 * cost.GPU_STEP_LATENCY:.0f} ms per client "
-                 "step; method and assumptions: `tff_idp/harness/cost.py`).")
+                 f"of its fp32 peak, at least {1000 * cost.GPU_STEP_LATENCY:.0f} ms per step of "
+                 "a chunk of clients on the fast backend; method and assumptions: "
+                 "`tff_idp/harness/cost.py`).")
     return lines
 
 

@@ -13,7 +13,6 @@ dimension (mode ``"cohort"``); otherwise one after another (mode ``"client-loop"
 """
 from __future__ import annotations
 
-
 import numpy as np
 import tensorflow as tf
 
@@ -36,7 +35,6 @@ def _agg_metric(agg, key):
 
 class TFFBackend:
     name = "tff"
-
     mode = "tff"
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec):
