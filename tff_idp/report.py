@@ -40,15 +40,18 @@ def _read_json(path: Path) -> dict:
 
 def collect(units: List[Unit]) -> Dict[tuple, dict]:
     """{(dataset, column, method): {"acc": [...], "seconds": [...], "notes": set, "curves":
-    [[acc per round]], "missing": [labels]}} from the complete results folders."""
+    [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs}} from
+    the complete results folders."""
+    from .harness import cost
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "notes": set(), "curves": [],
-                              "missing": [], "example_steps": 0.0})
+                              "missing": [], "flops": 0.0})
         if not unit_complete(u):
             c["missing"].append(u.label)
             continue
+        c["flops"] += cost.unit_cost(u.cfg)["flops"]
         s = _read_json(u.folder / "summary.json")
         c["acc"].append(100.0 * float(s["final_test_accuracy"]))
         c["seconds"].append(float(s["seconds_total"]))
@@ -259,8 +262,7 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     done = sum(len(c["acc"]) for c in cells.values())
     lines.append(f"- Training time of the {done} complete runs at `{scale}` scale on this "
                  f"machine: {secs:.0f} s (sum of per-run training time; excludes start-up).")
-    units_here = expand(spec, scale)
-    here_flops = sum(cost.unit_cost(u.cfg)["flops"] for u in units_here if unit_complete(u))
+    here_flops = sum(c["flops"] for c in cells.values())
     if secs > 0 and here_flops > 0:
         lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "
                      "(model FLOPs / training time).")
