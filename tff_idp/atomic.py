@@ -22,22 +22,58 @@ class AtomicFolder:
     """``with AtomicFolder(path) as tmp:`` write into ``tmp``; on success it becomes ``path``
     (replacing an older one); on an exception the ``.partial`` folder is left for inspection
     and removed by the next attempt, unless ``keep_partial`` (a run resuming from the
-    checkpoint it keeps there)."""
+    checkpoint it keeps there).
 
-    def __init__(self, path: Path, keep_partial: bool = False):
+    ``shared=True`` (the data store: several worker processes may build the same entry at
+    once, and an entry's content depends only on its key): each writer uses its own
+    ``.partial-<pid>`` folder, the first to finish renames it into place and a later one
+    drops its copy instead of replacing a folder another process may be reading."""
+
+    def __init__(self, path: Path, keep_partial: bool = False, shared: bool = False):
         self.path = Path(path)
-        self.partial = self.path.with_name(self.path.name + ".partial")
+        suffix = f".partial-{os.getpid()}" if shared else ".partial"
+        self.partial = self.path.with_name(self.path.name + suffix)
         self.keep_partial = keep_partial     # resume: keep what an interrupted run left
+        self.shared = shared
 
     def __enter__(self) -> Path:
+        if self.shared:
+            self._remove_abandoned()
         if self.partial.exists() and not self.keep_partial:
             shutil.rmtree(self.partial)
         self.partial.mkdir(parents=True, exist_ok=True)
         return self.partial
 
+    def _remove_abandoned(self) -> None:
+        """Partial folders of writers that no longer run (killed builds)."""
+        for other in self.path.parent.glob(self.path.name + ".partial*"):
+            pid = other.name.rsplit(".partial-", 1)[-1] if ".partial-" in other.name else ""
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+            shutil.rmtree(other, ignore_errors=True)
+
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
+        if exc_type is not None:
+            return False
+        if not self.shared:
             if self.path.exists():
                 shutil.rmtree(self.path)
             os.replace(self.partial, self.path)
+            return False
+        try:
+            os.rename(self.partial, self.path)
+        except OSError:
+            if not self.path.exists():
+                raise
+            shutil.rmtree(self.partial)      # another writer finished the same entry first
         return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -167,3 +167,32 @@ def test_a_round_runs_on_each_new_source(root, dataset, model, extra):
     rows, summary, _ = run_method(exp, "gdpfed_plus", progress=False)
     assert len(rows) == 1 and 0 <= summary["final_test_accuracy"] <= 1
     assert ("data_note" in summary) == (dataset == "adult-standin")
+
+
+def test_two_writers_of_one_store_entry_both_succeed(tmp_path):
+    """--jobs N: two processes may build the same partition at once; the first rename wins,
+    the second drops its copy (same key, same content) instead of failing."""
+    from tff_idp.atomic import AtomicFolder
+    path = tmp_path / "built" / "x" / "k=1"
+    first, second = AtomicFolder(path, shared=True), AtomicFolder(path, shared=True)
+    second.partial = path.with_name(path.name + ".partial-999999999")   # another live writer
+    a, b = first.__enter__(), second.__enter__()
+    (a / "meta.json").write_text("{}")
+    (b / "meta.json").write_text("{}")
+    first.__exit__(None, None, None)
+    second.__exit__(None, None, None)
+    assert (path / "meta.json").is_file()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["k=1"]
+
+
+def test_a_killed_writers_partial_folder_is_removed(tmp_path):
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    store = DataStore(str(tmp_path))
+    path = store.path("x", seed=2)
+    stale = path.with_name(f"{path.name}.partial-{dead}")
+    stale.mkdir(parents=True)
+    store.get_or_build(path, lambda: {"a": np.arange(2)})
+    assert not stale.exists() and store.read(path)["a"].tolist() == [0, 1]

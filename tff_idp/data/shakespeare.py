@@ -118,7 +118,7 @@ def fetch_source(raw_dir: Path) -> Path:
 def write_store(clients: List[dict], out_dir: Path, meta: dict) -> Path:
     """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically
     (:class:`tff_idp.atomic.AtomicFolder`: a half-written set is never read as complete)."""
-    with AtomicFolder(out_dir) as tmp:
+    with AtomicFolder(out_dir, shared=True) as tmp:
         with open(tmp / "clients.jsonl", "w") as f:
             for c in clients:
                 f.write(json.dumps(c) + "\n")

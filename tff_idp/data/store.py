@@ -52,7 +52,7 @@ class DataStore:
 
     @staticmethod
     def write(path: Path, arrays: Dict[str, np.ndarray], meta: dict) -> Path:
-        with AtomicFolder(path) as tmp:
+        with AtomicFolder(path, shared=True) as tmp:
             np.savez(tmp / "arrays.npz", **arrays)
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         return Path(path)
