@@ -15,11 +15,11 @@ METRICS = ("round", "cohort", "cohort_per_group", "train_loss", "clipped_fractio
            "mean_update_norm", "adaptive_clip", "test_loss", "test_accuracy")
 
 
-def _cmd(out, method):
+def _cmd(out, method, extra=()):
     return [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", f"output_dir=\"{out}\"",
             "--set", f"methods=[\"{method}\"]", "--set", "rounds=8", "--set", "num_clients=60",
             "--set", "checkpoint_every=1", "--set", "expected_rate=0.2", "--set",
-            "name=\"resume\""]
+            "name=\"resume\""] + [a for kv in extra for a in ("--set", kv)]
 
 
 def _metrics(out, method):
@@ -27,14 +27,17 @@ def _metrics(out, method):
         return [{k: r[k] for k in METRICS} for r in csv.DictReader(f)]
 
 
-@pytest.mark.parametrize("method", ["gdpfed_plus", "idp_fedavg"])
-def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method):
+@pytest.mark.parametrize("method,extra", [
+    ("gdpfed_plus", ()), ("idp_fedavg", ()),
+    # the fast backend with server-drawn noise: the round count in the aggregator state
+    ("gdpfed_plus", ('backend="fast"', 'noise_draw="group"'))])
+def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    subprocess.run(_cmd(whole, method), cwd=ROOT, env=env, check=True, capture_output=True,
+    subprocess.run(_cmd(whole, method, extra), cwd=ROOT, env=env, check=True, capture_output=True,
                    timeout=300)
     ckpt = killed / "resume" / f"{method}-seed0.partial" / "checkpoint.pkl"
-    proc = subprocess.Popen(_cmd(killed, method), cwd=ROOT, env=env,
+    proc = subprocess.Popen(_cmd(killed, method, extra), cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 240
@@ -44,7 +47,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method):
     os.killpg(proc.pid, signal.SIGKILL)          # the run and its TFF worker
     proc.wait()
     assert not (killed / "resume" / f"{method}-seed0").exists()   # never reported complete
-    done = subprocess.run(_cmd(killed, method), cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run(_cmd(killed, method, extra), cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     import json
