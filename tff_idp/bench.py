@@ -153,7 +153,7 @@ def _bench(args, only, tff):
         if "x_ceiling" in out:
             extra.append(f"{out['x_ceiling'][n]:.2f}x the ceiling")
         mode = f" ({modes[n]})" if n in modes else ""
-        print(f"  {n:<10} {s:8.3f} s/round  " + ", ".join(extra) + mode)
+        print(f"  {n:<16} {s:8.3f} s/round  " + ", ".join(extra) + mode)
     print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
     return 0
 
