@@ -93,9 +93,11 @@ def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked
                 assert diff.max() < lr and np.mean(diff > 1e-5) < 1e-3
 
 
-def test_models_it_cannot_batch_are_refused_with_the_reason():
-    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.BatchNormalization(),
-                                 tf.keras.layers.Dense(2)])
+@pytest.mark.parametrize("layer,reason", [
+    (lambda: tf.keras.layers.BatchNormalization(), "BatchNormalization.*non-trainable"),
+    (lambda: tf.keras.layers.Dropout(0.5), "Dropout.*no cohort-batched form")])
+def test_models_it_cannot_batch_are_refused_with_the_reason(layer, reason):
+    model = tf.keras.Sequential([tf.keras.Input((4,)), layer(), tf.keras.layers.Dense(2)])
     assert not CohortModel.supports(model)
-    with pytest.raises(ValueError, match="BatchNormalization.*no cohort-batched form"):
+    with pytest.raises(ValueError, match=reason):
         CohortModel(model)

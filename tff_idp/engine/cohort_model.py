@@ -61,6 +61,10 @@ def _unsupported_reason(model) -> Optional[str]:
         if len(layer.inbound_nodes) != 1:
             return f"layer {layer.name} is used {len(layer.inbound_nodes)} times"
         name = type(layer).__name__
+        if layer.non_trainable_weights:
+            return f"layer {layer.name} ({name}) has non-trainable weights"
+        if isinstance(layer, L.Embedding) and layer.mask_zero:
+            return f"layer {layer.name} (Embedding) masks zeros"
         if isinstance(layer, L.Conv2D):
             if type(layer) is not L.Conv2D or layer.groups != 1 \
                     or layer.data_format != "channels_last":
