@@ -16,10 +16,9 @@ Method of estimation (stated in every report):
   measurement: there is no GPU here) and a cohort efficiency of 0.65 (grouped convolutions
   and per-client weights against one dense batch: on this CPU the cohort training of the
   bench's CNN ran at 0.68 of the dense ceiling; assumed the same on a GPU; 1 for chunks of
-  one client); per-client clip
-  and noise are a few passes over the weights, ignored. Evaluation at the same throughput
-  in batches of 1,000. The report also gives the FLOP rate this machine's CPU achieved on
-  the smoke runs, as a check on the FLOP counts.
+  one client); per-client clip and noise are a few passes over the weights, ignored.
+  Evaluation at the same throughput in batches of 1,000. The report also gives the FLOP rate
+  this machine's CPU achieved on the smoke runs, as a check on the FLOP counts.
 """
 from __future__ import annotations
 
@@ -98,8 +97,9 @@ def unit_cost(cfg) -> dict:
     flops = 3.0 * f * train_examples + f * test * evals
     rate = GPU_PEAK_FLOPS * GPU_UTILISATION
     chunk = max(1.0, min(cohort, cfg.fast_chunk_size))
-    client_steps = train_examples / cfg.batch_size
-    chunk_steps = cfg.rounds * np.ceil(cohort / chunk) * (client_steps / cfg.rounds / max(cohort, 1.0))
+    steps_per_client = local / cfg.batch_size
+    # a cohort under one client trains in that fraction of its rounds
+    chunk_steps = cfg.rounds * np.ceil(cohort / chunk) * steps_per_client * min(cohort, 1.0)
     efficiency = COHORT_EFFICIENCY if chunk > 1 else 1.0
     step_seconds = max(3.0 * f * cfg.batch_size * chunk / (rate * efficiency),
                        GPU_STEP_LATENCY)
