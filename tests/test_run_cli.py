@@ -35,6 +35,9 @@ BAD = [
     (["--set", "noise_multipliers=[0.3, 0.3, 0.3]"], "exceeds its budget"),
     (["--set", "dataset=\"cifar10\"", "--set", "data_dir=\"empty\""],
      "dataset='cifar10': not prepared in empty"),
+    (["--set", "methods=[\"idp_sample\"]", "--set", "sampling=\"fixed\""],
+     "sampling='fixed': idp_sample calibrates for Poisson sampling"),
+    (["--set", "pfa_accounting=\"exact\""], "pfa_accounting='exact'"),
 ]
 
 

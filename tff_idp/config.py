@@ -69,6 +69,11 @@ class ExperimentConfig:
     # client-side noise: each client draws its share ("client", Alg. 1 line 13 as written) or
     # the server draws each group sum's noise once ("group": same distribution, far cheaper)
     noise_draw: str = "client"
+    # PFA's public clients: "paper" (the GDPFed adaptation: accounted as an amplified noised
+    # sum, which their one-by-one rows are not: the run is marked privacy.valid = false) or
+    # "per-row" (each row a Gaussian release of one client the server sees; noise calibrated
+    # to the public group's budget)
+    pfa_accounting: str = "paper"
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
@@ -211,6 +216,12 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if cfg.noise_draw == "group" and "pfa" in cfg.methods:
         _fail("noise_draw", cfg.noise_draw, "pfa's public clients are noised one by one; use "
               "'client'")
+    if cfg.pfa_accounting not in ("paper", "per-row"):
+        _fail("pfa_accounting", cfg.pfa_accounting, "must be 'paper' or 'per-row'")
+    if cfg.pfa_accounting == "per-row" and cfg.accountant != "rdp":
+        _fail("accountant", cfg.accountant, "pfa_accounting='per-row' needs accountant='rdp'")
+    if cfg.pfa_accounting == "per-row" and cfg.sampling != "poisson":
+        _fail("sampling", cfg.sampling, "pfa_accounting='per-row' needs sampling='poisson'")
     if cfg.backend not in ("tff", "fast"):
         _fail("backend", cfg.backend, "must be 'tff' or 'fast'")
     if cfg.device not in ("auto", "cpu", "gpu"):
@@ -219,6 +230,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
     if cfg.sampling == "fixed" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
+    poisson_only = [m for m in cfg.methods if m in ("idp_sample", "idp_scale", "idp_fedavg")]
+    if cfg.sampling == "fixed" and poisson_only:
+        _fail("sampling", cfg.sampling, f"{poisson_only[0]} calibrates for Poisson sampling "
+              "(Bernoulli draws per client); use sampling='poisson'")
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:
         _fail("calibration_tolerance", cfg.calibration_tolerance, "must be positive")
     for key in ("rates", "noise_multipliers"):

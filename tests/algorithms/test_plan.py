@@ -58,3 +58,48 @@ def test_idp_scale_plan_shares_one_noise():
 def test_p_fedavg_is_not_private():
     plan = PLANNERS["p_fedavg"](SETTING)
     assert not plan.private and math.isinf(plan.clips[0]) and plan.noise_stddevs == [0.0]
+
+
+def test_dp_fedavg_fixed_cohorts_meet_the_strictest_budget_in_every_group():
+    """Audit item 6: DP-FedAvg calibrated on the smallest group while the ledger checks each
+    group's own size, so a valid run was refused (planned 0.5217 > 0.5 for 250/167/83)."""
+    import dataclasses
+    setting = dataclasses.replace(SETTING, group_sizes=[250, 167, 83], rounds=30,
+                                  expected_rate=0.1, sampling="fixed", tolerance=None,
+                                  delta=accounting.default_delta(500))
+    plan = PLANNERS["dp_fedavg"](setting)
+    groups = np.repeat([0, 1, 2], setting.group_sizes)
+    ledger = PrivacyLedger(budgets=np.asarray(setting.budgets)[groups], groups=groups,
+                           delta=setting.delta, sampling="fixed",
+                           group_sizes=setting.group_sizes)
+    spent = ledger.check_plan([plan.round_mechanisms()] * setting.rounds)
+    assert max(spent.values()) == pytest.approx(0.5, rel=1e-4)    # the binding group
+    assert all(e <= 0.5 * (1 + 1e-6) for e in spent.values())
+
+
+def test_pfa_paper_accounting_is_marked_and_per_row_accounting_holds():
+    """Audit item 3: PFA's public rows reach the server one by one. The paper's adaptation
+    keeps its numbers but says the ledger does not cover them; per-row accounting
+    calibrates the public group for a release of one client the server sees."""
+    paper = PLANNERS["pfa"](SETTING)
+    assert paper.accounting_gap and "one by one" in paper.accounting_gap
+    assert paper.observed_groups == []
+    # one public row at the paper's public sigma is far over the public budget
+    public_sigma = paper.noise_multipliers[2]
+    assert accounting.observed_epsilon(public_sigma, SETTING.expected_rate, SETTING.rounds,
+                                       SETTING.delta) > SETTING.budgets[2]
+    row = PLANNERS["pfa"](SETTING, pfa_accounting="per-row")
+    assert row.accounting_gap is None and row.observed_groups == [2]
+    assert row.noise_multipliers[:2] == pytest.approx(paper.noise_multipliers[:2])
+    assert row.noise_multipliers[2] > public_sigma
+    eps = accounting.observed_epsilon(row.noise_multipliers[2], SETTING.expected_rate,
+                                      SETTING.rounds, SETTING.delta)
+    assert eps == pytest.approx(SETTING.budgets[2], rel=1e-5) and eps <= SETTING.budgets[2]
+    ledger = PrivacyLedger(budgets=np.repeat(SETTING.budgets, 2), groups=[0, 0, 1, 1, 2, 2],
+                           delta=SETTING.delta, observed_groups=row.observed_groups)
+    spent = ledger.check_plan([row.round_mechanisms()] * SETTING.rounds)
+    assert spent[2] == pytest.approx(eps, rel=1e-9)
+    # the same plan accounted as an amplified sum would claim far less: the ledger must not
+    plain = PrivacyLedger(budgets=np.repeat(SETTING.budgets, 2), groups=[0, 0, 1, 1, 2, 2],
+                          delta=SETTING.delta)
+    assert plain.group_epsilons([row.round_mechanisms()] * SETTING.rounds)[2] < spent[2] / 2

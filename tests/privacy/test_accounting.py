@@ -1,6 +1,7 @@
 """Calibration against GDPFed's noise-multiplier table (003 Table 5 / 000 Table III) and
 independent recomputation of epsilons with dp_accounting."""
 import dp_accounting
+import numpy as np
 import pytest
 from dp_accounting import rdp
 
@@ -74,16 +75,83 @@ def test_pld_calibration_inverts_pld_epsilon():
     assert z < accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta)
 
 
-def test_fixed_size_sampling_uses_replace_one():
-    z = accounting.calibrate_noise_multiplier(1.0, 0.05, 20, 1e-5, sampling="fixed",
-                                              population=1000)
-    acc = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    acc.compose(dp_accounting.SampledWithoutReplacementDpEvent(
-        1000, 50, dp_accounting.GaussianDpEvent(z)), 20)
-    assert acc.get_epsilon(1e-5) == pytest.approx(1.0, abs=1e-3)
+def test_fixed_size_sampling_is_replace_one_with_twice_the_sensitivity():
+    """Audit item 1: under replace-one the clipped sum moves by up to 2C, so the Gaussian's
+    multiplier in dp-accounting's without-replacement event is sigma / 2. The audit's case:
+    N = 2000, cohort 40, T = 50, delta = 6000^-1.1; sigma = 2.1665 was calibrated to 0.5
+    with the multiplier not halved, and is really epsilon 1.44."""
+    delta = 6000 ** -1.1
+
+    def replace_one(z):
+        acc = rdp.RdpAccountant(
+            neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        acc.compose(dp_accounting.SampledWithoutReplacementDpEvent(
+            2000, 40, dp_accounting.GaussianDpEvent(z)), 50)
+        return acc.get_epsilon(delta)
+
+    old_sigma = 2.1665
+    assert replace_one(old_sigma) == pytest.approx(0.500, abs=2e-3)      # the old claim
+    ours = accounting.epsilon(old_sigma, 0.02, 50, delta, sampling="fixed", population=2000)
+    assert ours == pytest.approx(1.44, abs=0.01)
+    assert ours == pytest.approx(replace_one(old_sigma / 2))
+    z = accounting.calibrate_noise_multiplier(0.5, 0.02, 50, delta, sampling="fixed",
+                                              population=2000)
+    assert z == pytest.approx(2 * old_sigma, rel=2e-3)
+    assert replace_one(z / 2) == pytest.approx(0.5, abs=1e-4)
+    assert replace_one(z / 2) <= 0.5 + 1e-9
     with pytest.raises(ValueError):
         accounting.epsilon(1.0, 0.05, 20, 1e-5, accountant="pld", sampling="fixed",
                            population=1000)
+
+
+def test_fixed_size_full_cohort_is_the_plain_gaussian_at_half_the_multiplier():
+    acc = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dp_accounting.GaussianDpEvent(2.0), 10)
+    assert accounting.epsilon(4.0, 1.0, 10, 1e-5, sampling="fixed", population=50) == \
+        pytest.approx(acc.get_epsilon(1e-5))
+
+
+def test_calibration_sweep_of_small_and_large_rates():
+    """Audit item 4: the exact search's bracket (1e-3, 1e4) failed for q below ~0.0011
+    (dp-accounting's RDP turns slightly negative at sigma = 1e4). 200 rates from 1e-4 to 1
+    at T = 50, epsilon 0.5: every calibration is within budget and spends it."""
+    delta = 6000 ** -1.1
+    assert accounting.calibrate_noise_multiplier(0.5, 0.00133, 50, delta) > 0   # the case
+    for q in np.geomspace(1e-4, 1.0, 200):
+        z = accounting.calibrate_noise_multiplier(0.5, float(q), 50, delta)
+        eps = accounting.epsilon(z, float(q), 50, delta)
+        assert 0.5 * (1 - 1e-4) <= eps <= 0.5, (q, z, eps)
+
+
+def test_numpy_scalars_are_numbers_and_nan_is_not():
+    """Audit item 7: numpy float32 inputs were refused as out of range."""
+    ref = accounting.epsilon(1.0, 0.1, 10, 1e-5)
+    assert accounting.epsilon(np.float32(1.0), np.float32(0.1), 10, np.float64(1e-5)) == \
+        pytest.approx(ref, rel=1e-6)
+    assert accounting.calibrate_noise_multiplier(np.float32(1.0), np.float32(0.1), 10,
+                                                 1e-5) > 0
+    for bad in (float("nan"), True, "1.0"):
+        with pytest.raises(ValueError):
+            accounting.epsilon(bad, 0.1, 10, 1e-5)
+
+
+def test_observed_release_rdp_bounds():
+    """A release the server sees per client (PFA's public rows, per-row accounting):
+    at q = 1 exactly T Gaussian releases; below, between the Poisson-amplified epsilon (the
+    server learns more than under amplification) and the q = 1 value."""
+    delta = 1e-5
+    acc = rdp.RdpAccountant()
+    acc.compose(dp_accounting.GaussianDpEvent(3.0), 20)
+    assert accounting.observed_epsilon(3.0, 1.0, 20, delta) == \
+        pytest.approx(acc.get_epsilon(delta), rel=1e-9)
+    for q in (0.01, 0.1, 0.5):
+        observed = accounting.observed_epsilon(3.0, q, 20, delta)
+        assert accounting.epsilon(3.0, q, 20, delta) < observed < acc.get_epsilon(delta)
+    # one row of the digits setting's public group (sigma 0.768) is already over budget 3
+    assert accounting.observed_epsilon(0.768, 1.0, 1, 500 ** -1.1) > 3.0
+    z = accounting.calibrate_observed_noise_multiplier(3.0, 0.1, 40, 500 ** -1.1)
+    assert accounting.observed_epsilon(z, 0.1, 40, 500 ** -1.1) == pytest.approx(3.0, rel=1e-5)
+    assert accounting.observed_epsilon(z, 0.1, 40, 500 ** -1.1) <= 3.0
 
 
 @pytest.mark.parametrize("kwargs", [dict(target_epsilon=0.0), dict(target_epsilon=-1.0),

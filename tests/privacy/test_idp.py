@@ -12,14 +12,16 @@ from tff_idp.privacy import accounting, idp
 DATASETS = {"emnist": (3383, (1.0, 2.0, 3.0)), "cifar10": (500, (10.0, 20.0, 30.0)),
             "svhn": (725, (10.0, 20.0, 30.0))}
 DISTRIBUTIONS = {"34-43-23": (0.34, 0.43, 0.23), "54-37-9": (0.54, 0.37, 0.09)}
-# our calibration (sigma, rates), pinned
+# our calibration (sigma, rates), pinned: every group's epsilon is its budget to 1e-6 (the
+# rates are the largest feasible on dp-accounting's full orders; before the audit's item 5
+# they were searched on 28 orders only and left up to 8% of a budget unspent). Four of the
+# six settings run here (each takes seconds); the others: cifar10 54-37-9 (0.74590,
+# (0.039908, 0.076965, 0.110804)), svhn 54-37-9 (0.63962, (0.026325, 0.053993, 0.079851)).
 PINNED = {
-    ("emnist", "34-43-23"): (0.84074, (0.002938, 0.00977, 0.015948)),
-    ("emnist", "54-37-9"): (0.90227, (0.00459, 0.012596, 0.019207)),
-    ("cifar10", "34-43-23"): (0.68908, (0.032464, 0.06437, 0.092536)),
-    ("cifar10", "54-37-9"): (0.74766, (0.040137, 0.07683, 0.109989)),
-    ("svhn", "34-43-23"): (0.59676, (0.020421, 0.045073, 0.065456)),
-    ("svhn", "54-37-9"): (0.64181, (0.026252, 0.054451, 0.078405)),
+    ("emnist", "34-43-23"): (0.83667, (0.002901, 0.009888, 0.015782)),
+    ("emnist", "54-37-9"): (0.90073, (0.004641, 0.012533, 0.01916)),
+    ("cifar10", "34-43-23"): (0.68643, (0.032281, 0.064058, 0.093388)),
+    ("svhn", "34-43-23"): (0.5928, (0.020656, 0.044255, 0.066638)),
 }
 
 
@@ -34,15 +36,33 @@ def test_sample_rates_paper_004(name, dist):
     n, budgets = DATASETS[name]
     c = _calibrate(name, dist)
     sigma, rates = PINNED[(name, dist)]
-    assert c.noise_multiplier == pytest.approx(sigma, rel=2e-3)
-    assert c.rates == pytest.approx(rates, rel=5e-3)
+    assert c.noise_multiplier == pytest.approx(sigma, rel=1e-3)
+    assert c.rates == pytest.approx(rates, rel=1e-3)
     assert abs(np.dot(DISTRIBUTIONS[dist], c.rates) - 30 / n) <= 0.005 * 30 / n
     for q, budget in zip(c.rates, budgets):
         acc = rdp.RdpAccountant()      # independent recomputation, all default orders
         acc.compose(dp_accounting.PoissonSampledDpEvent(
             q, dp_accounting.GaussianDpEvent(c.noise_multiplier)), 420)
         assert acc.get_epsilon(1e-4) <= budget * (1 + 1e-9)
-        assert acc.get_epsilon(1e-4) >= 0.95 * budget     # and not wastefully loose
+        assert acc.get_epsilon(1e-4) >= 0.999 * budget    # SAMPLE spends the budget
+
+
+@pytest.mark.parametrize("sigma,budget,rounds", [(1.0, 0.5, 5), (2.0, 0.5, 5),
+                                                 (1.0, 1.5, 50), (0.9, 3.0, 50)])
+def test_max_rate_is_the_largest_feasible_on_the_full_orders(sigma, budget, rounds):
+    """Audit item 5: searching only the fast orders returned rates below what the budget
+    allows (T = 5, epsilon 0.5: epsilon 0.434 spent). Now the rate spends the budget under
+    dp-accounting's full orders, and 0.1% more is over it."""
+    q = idp.max_rate(sigma, budget, rounds, 1e-5)
+
+    def eps(rate):
+        acc = rdp.RdpAccountant()
+        acc.compose(dp_accounting.PoissonSampledDpEvent(
+            rate, dp_accounting.GaussianDpEvent(sigma)), rounds)
+        return acc.get_epsilon(1e-5)
+
+    assert budget * (1 - 1e-4) <= eps(q) <= budget
+    assert eps(q * 1.001) > budget
 
 
 def test_sample_groups_are_paired_by_budget_not_by_position():

@@ -64,8 +64,13 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         N(0, s_m^2 / k_m) from its own seed) or ``"group"`` (the server draws N(0, s_m^2) once
         per group sum from a per-round seed ``(noise_seed, round)``). The noised group sums
         have the same distribution either way (a sum of k_m independent N(0, s_m^2/k_m) is
-        N(0, s_m^2)), so the privacy guarantee is the same; "group" draws d numbers per
-        group instead of d per client, which is most of a round's cost on a CPU.
+        N(0, s_m^2)), so a simulation's numbers are the same; "group" draws d numbers per
+        group instead of d per client, which is most of a round's cost on a CPU. The threat
+        models differ: with "client" the noise is added before anything leaves a client, so
+        (with secure aggregation) the guarantee holds against an honest-but-curious server,
+        the papers' assumption; with "group" the server drew the noise and can subtract it,
+        so the guarantee holds only against those who see the released model, with a
+        trusted server (run summaries record ``privacy.guarantee.trusted_server``).
       noise_seed: int32 base seed of the ``"group"`` draws.
     """
 

@@ -47,6 +47,11 @@ class MethodPlan:
     adaptive_clip: bool = False       # paper 004: TFF's adaptive clipping (Andrew et al.)
     public_group: Optional[int] = None      # PFA: subspace from this group's clients ...
     projected_group: Optional[int] = None   # ... and this group's mean projected onto it
+    # privacy groups whose clients' noised updates the server sees one by one, accounted as
+    # observed per-client Gaussian releases (PFA's public rows under pfa_accounting='per-row')
+    observed_groups: List[int] = dataclasses.field(default_factory=list)
+    # why the ledger's epsilon does not bound what the server sees (None: it does)
+    accounting_gap: Optional[str] = None
 
     @property
     def num_aggregation_groups(self) -> int:
@@ -114,14 +119,18 @@ def plan_p_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
 
 def plan_dp_fedavg(setting: PrivacySetting, noise_multiplier=None, **_) -> MethodPlan:
     """DP-FedAvg (003 Algorithm 2): one rate q for all, sigma calibrated to the strictest
-    budget min_m epsilon_m, mean over the cohort r = q n."""
+    budget min_m epsilon_m, mean over the cohort r = q n.
+
+    With fixed-size cohorts (drawn per group, round(q |G_m|) of |G_m|) a client's epsilon
+    depends on its group's size, so sigma is the largest of the groups' calibrations: every
+    group meets the strictest budget under the ledger's own per-group accounting."""
     m = len(setting.group_sizes)
     n = float(sum(setting.group_sizes))
     if noise_multiplier is None:
-        noise_multiplier = accounting.calibrate_noise_multiplier(
+        sizes = sorted(set(setting.group_sizes)) if setting.sampling == "fixed" else [None]
+        noise_multiplier = max(accounting.calibrate_noise_multiplier(
             min(setting.budgets), setting.expected_rate, setting.rounds, setting.delta,
-            setting.accountant, setting.tolerance, setting.sampling,
-            min(setting.group_sizes) if setting.sampling == "fixed" else None)
+            setting.accountant, setting.tolerance, setting.sampling, size) for size in sizes)
     z = float(noise_multiplier)
     return MethodPlan("dp_fedavg", True, [setting.expected_rate] * m, [z] * m, [0] * m,
                       [setting.clip], [z * setting.clip], [setting.expected_rate * n], [1.0],
@@ -214,17 +223,44 @@ def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
                       adaptive_clip=True)
 
 
-def plan_pfa(setting: PrivacySetting, noise_multipliers=None, **_) -> MethodPlan:
+PFA_ACCOUNTING_GAP = (
+    "PFA's public clients each send an individually noised update that the server sees one "
+    "by one; the ledger accounts them as a sampled noised sum, so its epsilon does not bound "
+    "what the server learns about a public client (pfa_accounting='per-row' does)")
+
+
+def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="paper",
+             **_) -> MethodPlan:
     """PFA in GDPFed's adaptation (003 App. B.2): rate q for all, sigma_m per budget as in
     GDPFed; the highest-budget group is public (its clients' individually noised updates
     define a rank-1 principal subspace), the lowest group's mean is projected onto it, the
-    middle group is kept as it is, and the reweighting of GDPFed combines them."""
+    middle group is kept as it is, and the reweighting of GDPFed combines them.
+
+    ``pfa_accounting="paper"``: the public group's sigma is calibrated like a GDPFed group's
+    (amplified, noised sum), as the adaptation does; the plan records that this does not
+    cover the rows the server sees (:data:`PFA_ACCOUNTING_GAP`). ``"per-row"``: each public
+    row is a Gaussian release of one client whose participation the server observes
+    (:func:`tff_idp.privacy.accounting.observed_epsilon`), and the public sigma is calibrated
+    to the public budget under that accounting; the ledger accounts it the same way."""
     m = len(setting.budgets)
     if m < 2:
         raise ValueError("PFA needs at least two privacy groups")
+    public = m - 1
+    if pfa_accounting == "per-row" and noise_multipliers is None:
+        noise_multipliers = gdpfed.group_noise_multipliers(
+            setting.budgets[:public], [setting.expected_rate] * public, setting.rounds,
+            setting.delta, setting.accountant, setting.tolerance, setting.sampling,
+            setting.group_sizes[:public]) + [accounting.calibrate_observed_noise_multiplier(
+                setting.budgets[public], setting.expected_rate, setting.rounds, setting.delta)]
     plan = _grouped_plan("pfa", setting, [setting.expected_rate] * m,
                          noise_multipliers=noise_multipliers)
-    return dataclasses.replace(plan, public_group=m - 1, projected_group=0)
+    if pfa_accounting == "per-row":
+        return dataclasses.replace(plan, public_group=public, projected_group=0,
+                                   observed_groups=[public])
+    if pfa_accounting != "paper":
+        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not 'paper' or 'per-row'")
+    return dataclasses.replace(plan, public_group=public, projected_group=0,
+                               accounting_gap=PFA_ACCOUNTING_GAP)
 
 
 PLANNERS = {

@@ -30,11 +30,18 @@ class Experiment:
     def group_members(self) -> List[np.ndarray]:
         return [np.flatnonzero(self.client_groups == g) for g in range(len(self.cfg.budgets))]
 
-    def new_ledger(self) -> PrivacyLedger:
-        return PrivacyLedger(budgets=np.asarray(self.cfg.budgets)[self.client_groups],
-                             groups=self.client_groups, delta=self.setting.delta,
-                             accountant=self.cfg.accountant, sampling=self.cfg.sampling,
-                             group_sizes=list(self.setting.group_sizes))
+    def new_ledger(self, plan: MethodPlan) -> PrivacyLedger:
+        return new_ledger(self.cfg, self.client_groups, self.setting, plan)
+
+
+def new_ledger(cfg: ExperimentConfig, groups: np.ndarray, setting: PrivacySetting,
+               plan: MethodPlan) -> PrivacyLedger:
+    """The ledger of one method's run: every client's budget, its group, and how the plan's
+    releases are accounted (observed per-client rows for PFA's per-row accounting)."""
+    return PrivacyLedger(budgets=np.asarray(cfg.budgets)[groups], groups=groups,
+                         delta=setting.delta, accountant=cfg.accountant,
+                         sampling=cfg.sampling, group_sizes=list(setting.group_sizes),
+                         observed_groups=tuple(plan.observed_groups))
 
 
 def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:
@@ -43,6 +50,8 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
         kwargs["keep_fractions"] = cfg.keep_fractions
     if cfg.rates is not None and method in ("gdpfed_opc", "gdpfed_plus"):
         kwargs["rates"] = cfg.rates
+    if method == "pfa":
+        kwargs["pfa_accounting"] = cfg.pfa_accounting
     if cfg.noise_multipliers is not None:
         if method in ("idp_sample", "idp_scale", "idp_fedavg"):
             raise ConfigError(f"noise_multipliers={cfg.noise_multipliers}: not used by "
@@ -138,15 +147,13 @@ def plan_all(cfg: ExperimentConfig):
                              expected_rate=cfg.expected_rate, clip=cfg.clip,
                              accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
                              sampling=cfg.sampling, group_weighting=cfg.group_weighting)
-    ledger = PrivacyLedger(budgets=np.asarray(cfg.budgets)[groups], groups=groups,
-                           delta=setting.delta, accountant=cfg.accountant,
-                           sampling=cfg.sampling, group_sizes=sizes)
     plans = {}
     for method in cfg.methods:
         plan = plan_method(cfg, method, setting)
         if plan.private:
             try:
-                ledger.check_plan([plan.round_mechanisms()] * cfg.rounds)
+                new_ledger(cfg, groups, setting, plan).check_plan(
+                    [plan.round_mechanisms()] * cfg.rounds)
             except BudgetExceededError as e:
                 raise ConfigError(f"methods={method!r}: {e}") from e
         plans[method] = plan

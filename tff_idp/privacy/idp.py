@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 from scipy import optimize
@@ -58,22 +58,61 @@ def _check_groups(budgets, ratios):
 
 
 def max_rate(noise_multiplier: float, budget: float, rounds: int, delta: float,
-             accountant: str = "rdp", orders=accounting.FAST_RDP_ORDERS) -> float:
-    """Largest Poisson rate q in (0, 1] with epsilon(sigma, q, T) <= budget.
+             accountant: str = "rdp", coarse: bool = False, window=None,
+             guess: Optional[float] = None) -> float:
+    """Largest Poisson rate q in (0, 1] with epsilon(sigma, q, T) <= budget on the
+    accountant's full set of orders (the ledger's), so SAMPLE spends the whole budget.
 
-    With RDP the search uses :data:`accounting.FAST_RDP_ORDERS`: an upper bound on the
-    epsilon of the full order set, so the rate found is safe under either."""
-    orders = orders if accountant == "rdp" else None
-    f = lambda q: accounting.epsilon(noise_multiplier, q, rounds, delta, accountant,
-                                     orders=orders) - budget
-    if f(1.0) <= 0:
+    With RDP the root is first found on :data:`accounting.FAST_RDP_ORDERS` (a subset of the
+    orders: its epsilon is an upper bound, its root a feasible rate), then refined on the
+    default orders near the optimal one (:func:`accounting.order_window`) and checked on all
+    of them. ``coarse=True`` stops after the first stage (feasible, up to a few % low).
+    ``window`` (with a ``guess`` of the rate): only the refinement on those orders, unchecked
+    (feasible; exact when the optimal order is in the window), for a search that calls this
+    many times at nearby sigmas.
+    """
+    eps = lambda q, orders=None: accounting.epsilon(noise_multiplier, q, rounds, delta,
+                                                    accountant, orders=orders) - budget
+    if window is not None:
+        near = lambda q: eps(q, window)
+        lo = min(guess, 1.0)
+        while near(lo) > 0:
+            lo *= 0.9
+        return 1.0 if near(1.0) <= 0 else _largest_root(near, lo, _infeasible_above(near, lo))
+    if eps(1.0) <= 0:
         return 1.0
     lo = 1e-7
-    if f(lo) > 0:
+    if eps(lo) > 0:
         return 0.0
-    q = float(optimize.brentq(f, lo, 1.0, xtol=1e-10, rtol=1e-6))
-    while f(q) > 0:          # the root finder may stop a hair above the root: stay feasible
-        q *= 1 - 1e-6
+    if accountant != "rdp":
+        return _largest_root(eps, lo, 1.0)
+    fast = lambda q: eps(q, accounting.FAST_RDP_ORDERS)
+    if fast(lo) <= 0:
+        lo = _largest_root(fast, lo, 1.0, rtol=1e-3)
+    if coarse:
+        return lo
+    window = accounting.order_window(noise_multiplier, lo, rounds, delta)
+    q = _largest_root(lambda r: eps(r, window), lo, _infeasible_above(
+        lambda r: eps(r, window), lo))
+    if eps(q) < -budget * 1e-6:             # the optimum lay outside the window
+        q = _largest_root(eps, q, _infeasible_above(eps, q))
+    return q
+
+
+def _infeasible_above(f, feasible: float) -> float:
+    """A rate above ``feasible`` where f > 0 (f(1) > 0 is known)."""
+    hi = min(1.0, feasible * 1.1)
+    while f(hi) <= 0:
+        hi = min(1.0, hi * 1.5)
+    return hi
+
+
+def _largest_root(f, lo: float, hi: float, rtol: float = 1e-6) -> float:
+    """The root of increasing f in [lo, hi] (f(lo) <= 0 < f(hi)), nudged down until f <= 0:
+    the root finder may stop a hair above it."""
+    q = float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=rtol))
+    while f(q) > 0:
+        q *= 1 - rtol
     return q
 
 
@@ -91,23 +130,46 @@ def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rat
         raise ValueError(f"expected_rate={expected_rate} must be in (0, 1)")
     order = np.argsort(budgets)
 
-    def mean_rate(log_sigma):
+    def mean_rate(log_sigma, coarse):
         z = math.exp(log_sigma)
-        return sum(r * max_rate(z, e, rounds, delta, accountant)
+        return sum(r * max_rate(z, e, rounds, delta, accountant, coarse)
                    for e, r in zip(budgets[order], ratios[order]))
 
+    # stage 1: sigma roughly (log sigma to 0.01), with the coarse (fast-order) rates
+    coarse = accountant == "rdp"
     lo, hi = math.log(0.05), math.log(2.0)
-    while mean_rate(lo) > expected_rate:
+    while mean_rate(lo, coarse) > expected_rate:
         lo -= 1.0
         if lo < math.log(1e-4):
             raise ValueError(f"expected_rate={expected_rate} is too low to calibrate")
-    while mean_rate(hi) < expected_rate:
+    while mean_rate(hi, coarse) < expected_rate:
         hi += 1.0
         if hi > math.log(1e4):
             raise ValueError(f"expected_rate={expected_rate} cannot be reached for "
                              f"budgets={list(budgets)}")
-    log_sigma = optimize.brentq(lambda s: mean_rate(s) - expected_rate, lo, hi,
-                                rtol=rate_tolerance * 1e-2, xtol=1e-6)
+    # the mean rate grows about as sigma^2 or faster: log sigma to rate_tolerance / 10
+    xtol = rate_tolerance * 0.1
+    log_sigma = optimize.brentq(lambda s: mean_rate(s, coarse) - expected_rate, lo, hi,
+                                xtol=1e-2 if coarse else xtol)
+    if coarse:
+        # stage 2: the rates on the default orders near each group's optimal order (the
+        # ledger's orders; checked on all of them below), bracketed near stage 1's sigma
+        z1 = math.exp(log_sigma)
+        guesses = [max_rate(z1, e, rounds, delta, accountant, coarse=True) for e in budgets]
+        windows = [accounting.order_window(z1, q, rounds, delta) for q in guesses]
+
+        def full(s):
+            z = math.exp(s)
+            return sum(r * max_rate(z, e, rounds, delta, accountant, window=w, guess=g)
+                       for e, r, w, g in zip(budgets, ratios, windows, guesses)) - expected_rate
+
+        hi = log_sigma + 0.01
+        while full(hi) < 0:
+            hi += 0.02
+        lo = hi - 0.04
+        while full(lo) > 0:
+            lo -= 0.04
+        log_sigma = optimize.brentq(full, lo, hi, xtol=xtol)
     z = math.exp(log_sigma)
     rates = [max_rate(z, e, rounds, delta, accountant) for e in budgets]
     mean = float(np.dot(ratios, rates))

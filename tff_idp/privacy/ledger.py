@@ -36,6 +36,9 @@ class PrivacyLedger:
     accountant: str = "rdp"
     sampling: str = "poisson"
     group_sizes: Optional[Sequence[int]] = None   # needed for sampling="fixed"
+    # groups whose clients' noised updates the server sees one by one (PFA's public rows
+    # under per-row accounting): accounted as observed per-client Gaussian releases
+    observed_groups: Sequence[int] = ()
 
     def __post_init__(self):
         self.budgets = np.asarray(self.budgets, dtype=float)
@@ -57,7 +60,6 @@ class PrivacyLedger:
         if not history:
             return 0.0
         size = self.group_sizes[group] if self.group_sizes is not None else None
-        acc = accounting.make_accountant(self.accountant, self.sampling)
         # consecutive identical rounds are composed in one self-composed event
         runs = []
         for mech in history:
@@ -65,11 +67,16 @@ class PrivacyLedger:
                 runs[-1][1] += 1
             else:
                 runs.append([mech, 1])
+        if any(sigma == 0.0 and q > 0 for (q, sigma), _ in runs):
+            return float("inf")
+        runs = [r for r in runs if r[0][1] > 0.0]
+        if group in self.observed_groups:
+            rdp = sum(count * accounting.observed_sampled_gaussian_rdp(
+                sigma, q, accounting.RDP_ORDERS) for (q, sigma), count in runs)
+            return accounting.epsilon_from_rdp(accounting.RDP_ORDERS, rdp, self.delta) \
+                if runs else 0.0
+        acc = accounting.make_accountant(self.accountant, self.sampling)
         for (q, sigma), count in runs:
-            if sigma == 0.0:
-                if q > 0:
-                    return float("inf")
-                continue
             acc.compose(accounting.round_event(sigma, q, self.sampling, size), count)
         return float(acc.get_epsilon(self.delta))
 
@@ -110,7 +117,7 @@ class PrivacyLedger:
                 "participations_max": int(self.participation[mask].max()),
             }
         return {"rounds": self.rounds, "delta": self.delta, "accountant": self.accountant,
-                "sampling": self.sampling,
+                "sampling": self.sampling, "observed_groups": list(self.observed_groups),
                 "within_budget": bool(np.all(eps <= self.budgets * (1 + 1e-6))),
                 "groups": groups}
 
