@@ -38,6 +38,11 @@ BAD = [
     (["--set", "methods=[\"idp_sample\"]", "--set", "sampling=\"fixed\""],
      "sampling='fixed': idp_sample calibrates for Poisson sampling"),
     (["--set", "pfa_accounting=\"exact\""], "pfa_accounting='exact'"),
+    # a NaN noise multiplier used to hang the budget check inside the RDP accountant
+    (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
+    (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
+    (["--set", "clip=inf"], "clip=inf: must be finite"),
+    (["--set", "seed=-1"], "seed=-1: must be a non-negative integer"),
 ]
 
 

@@ -74,6 +74,9 @@ class ExperimentConfig:
     # "per-row" (each row a Gaussian release of one client the server sees; noise calibrated
     # to the public group's budget)
     pfa_accounting: str = "paper"
+    # PFA's public clients add their group's "full" noise (their rows are seen one by one) or
+    # only their "share" of the group sum's (a diagnostic reading, not private: see README)
+    pfa_public_noise: str = "full"
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
@@ -137,9 +140,22 @@ def _coerce(key, value):
     return value
 
 
+def _check_finite(cfg: ExperimentConfig) -> None:
+    """NaN and inf are refused in every number and list element (a NaN noise multiplier
+    made the budget check loop forever inside the RDP accountant)."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(x, float) and not math.isfinite(x) for x in items):
+            _fail(f.name, value, "must be finite (no nan or inf)")
+
+
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from .data import FEDERATED, SOURCES
     from .models import MODELS
+    _check_finite(cfg)
+    if cfg.seed < 0:
+        _fail("seed", cfg.seed, "must be a non-negative integer")
     for m in cfg.methods:
         if m not in PLANNERS:
             _fail("methods", m, f"unknown method; choose from {sorted(PLANNERS)}")
@@ -218,6 +234,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
               "'client'")
     if cfg.pfa_accounting not in ("paper", "per-row"):
         _fail("pfa_accounting", cfg.pfa_accounting, "must be 'paper' or 'per-row'")
+    if cfg.pfa_public_noise not in ("full", "share"):
+        _fail("pfa_public_noise", cfg.pfa_public_noise, "must be 'full' or 'share'")
+    if cfg.pfa_public_noise == "share" and cfg.pfa_accounting != "paper":
+        _fail("pfa_public_noise", cfg.pfa_public_noise, "'share' goes with pfa_accounting="
+              "'paper' only")
     if cfg.pfa_accounting == "per-row" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "pfa_accounting='per-row' needs accountant='rdp'")
     if cfg.pfa_accounting == "per-row" and cfg.sampling != "poisson":
