@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .config import ConfigError
-from .harness.table import TableSpec, Unit, expand, load_table
+from .harness.table import TableSpec, Unit, expand, load_table, only_datasets
 from .harness.runner import unit_complete
 
 
@@ -40,14 +40,15 @@ def _read_json(path: Path) -> dict:
 
 def collect(units: List[Unit]) -> Dict[tuple, dict]:
     """{(dataset, column, method): {"acc": [...], "seconds": [...], "notes": set, "curves":
-    [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs}} from
-    the complete results folders."""
+    [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
+    "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
+    complete results folders."""
     from .harness import cost
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "notes": set(), "curves": [],
-                              "missing": [], "flops": 0.0})
+                              "missing": [], "flops": 0.0, "not_covered": set()})
         if not unit_complete(u):
             c["missing"].append(u.label)
             continue
@@ -57,6 +58,9 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c["seconds"].append(float(s["seconds_total"]))
         if s.get("data_note"):
             c["notes"].add(s["data_note"])
+        guarantee = s.get("privacy", {}).get("guarantee", {})
+        if guarantee.get("valid") is False:
+            c["not_covered"].add(guarantee.get("why_not_valid", "not covered by the ledger"))
         with open(u.folder / "metrics.csv") as f:
             c["curves"].append([100.0 * float(r["test_accuracy"]) if r.get("test_accuracy")
                                 not in (None, "", "nan") else math.nan
@@ -98,8 +102,9 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict]):
         c = cells.get((ds, col, method))
         mean, std = _mean_std(c["acc"]) if c else (None, None)
         paper = spec.reference_value(ds, method, col)
-        return _fmt_cell(mean, std, paper if isinstance(paper, (int, float)) else None,
+        text = _fmt_cell(mean, std, paper if isinstance(paper, (int, float)) else None,
                          len(c["acc"]) if c else 0)
+        return text + (" †" if c and c["not_covered"] else "")
 
     layout = spec.layout
     if layout == "method x dataset":
@@ -297,6 +302,10 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
         if notes:
             md += ["**Data:** " + "; ".join(notes) + ". Numbers on stand-in data check the "
                    "wiring only; they are not comparable with the paper's.", ""]
+        uncovered = sorted({n for c in cells.values() for n in c["not_covered"]})
+        if uncovered:
+            md += ["**Privacy:** cells marked † report runs whose privacy ledger does not "
+                   "bound everything the server sees: " + "; ".join(uncovered) + ".", ""]
         md += [text, ""]
         if missing:
             md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
@@ -341,9 +350,11 @@ def main(argv=None) -> int:
     p.add_argument("table")
     p.add_argument("--scale", default="paper")
     p.add_argument("--out", default=None, help="output folder")
+    p.add_argument("--only", default=None, metavar="LABELS",
+                   help="only these data-set labels (comma-separated, e.g. FMNIST)")
     args = p.parse_args(argv)
     try:
-        spec = load_table(args.table)
+        spec = only_datasets(load_table(args.table), args.only)
         expand(spec, args.scale)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -52,6 +52,12 @@ def parse_args(argv):
                    help="table configs: runs in parallel worker processes")
     p.add_argument("--no-report", action="store_true",
                    help="table configs: do not write the report at the end")
+    p.add_argument("--only", default=None, metavar="LABELS",
+                   help="table configs: only these data-set labels (comma-separated, e.g. "
+                   "FMNIST)")
+    p.add_argument("--report-dir", default=None,
+                   help="table configs: write the report here (default "
+                   "<output_dir>/<table>/<scale>/report)")
     return p.parse_args(argv)
 
 
@@ -120,14 +126,14 @@ def main(argv=None) -> int:
 def _run_table(args) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
     from .harness.runner import pending, run_table
-    from .harness.table import check_data, expand, load_table
+    from .harness.table import check_data, expand, load_table, only_datasets
     try:
         if args.overrides or args.backend or args.device:
             raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
                               "in the table's [base] or [datasets.X]")
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
-        spec = load_table(args.config)
+        spec = only_datasets(load_table(args.config), args.only)
         units = expand(spec, args.scale)    # every cell validated before any work
         if spec.kind == "train":
             check_data(pending(units))      # and the data the missing runs need is here
@@ -139,7 +145,8 @@ def _run_table(args) -> int:
         failed = run_table(spec, args.scale, jobs=args.jobs, progress=not args.quiet)
     if not args.no_report:
         from .report import write_report
-        out = write_report(spec, args.scale)
+        out = write_report(spec, args.scale,
+                           Path(args.report_dir) if args.report_dir else None)
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
 

@@ -49,16 +49,21 @@ def test_factory_projects_the_lowest_group_onto_the_public_subspace():
     assert np.allclose(out, expected, atol=1e-5)
 
 
-def test_public_clients_carry_the_full_group_noise():
+@pytest.mark.parametrize("public_noise,variance", [
+    # four public clients, each with N(0, 1): their sum has variance 4, divided by r = 4
+    ("full", 4 / 16),
+    # the diagnostic reading: each adds its share N(0, 1/4), the sum carries N(0, 1)
+    ("share", 1 / 16)])
+def test_public_clients_noise(public_noise, variance):
     d = 20000
     vt = tff.StructType([("update", tff.StructWithPythonType([tff.TensorType(np.float32, [d])], list)),
                          ("group", tff.TensorType(np.float32, [3])),
                          ("seed", tff.TensorType(np.int32, [2])), ("slot", tff.TensorType(np.int32))])
-    proc = PFAFactory([1.0] * 3, [0.0, 0.0, 1.0], [1, 1, 4], weights=[0.0, 0.0, 1.0]).create(vt)
+    proc = PFAFactory([1.0] * 3, [0.0, 0.0, 1.0], [1, 1, 4], weights=[0.0, 0.0, 1.0],
+                      public_noise=public_noise).create(vt)
     clients = [_client(np.zeros(d), 2, j, 10 + j) for j in range(4)]
     noise = proc.next(proc.initialize(), clients).result[0]
-    # four public clients, each with N(0, 1): their sum has variance 4, divided by r = 4
-    assert noise.var() == pytest.approx(4 / 16, rel=0.05)
+    assert noise.var() == pytest.approx(variance, rel=0.05)
 
 
 def test_rejects_same_public_and_projected_group():

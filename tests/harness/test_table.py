@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from tff_idp.config import ConfigError
+from tff_idp.data import fashion_mnist
 from tff_idp.harness.table import SCALES, expand, load_table, scale_values
 
 from .conftest import tiny_table
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = sorted((ROOT / "runs" / "gdpfed").glob("*.toml")) + [
+TABLES = sorted((ROOT / "runs" / "gdpfed").rglob("*.toml")) + [
     ROOT / "runs" / "idp_fedavg" / "table1.toml"]
 
 
@@ -28,7 +29,11 @@ def test_gdpfed_tables_expand_at_every_scale(path):
         if scale == "smoke":
             for u in units:
                 assert u.cfg.rounds <= 2 and u.cfg.num_clients <= 60
-                assert u.cfg.dataset.startswith("synthetic:") or u.cfg.dataset == "digits"
+                # Fashion-MNIST is real at smoke scale when its files are staged
+                assert u.cfg.dataset.startswith("synthetic:") or u.cfg.dataset in (
+                    "digits", "fashion_mnist")
+                if u.cfg.dataset == "fashion_mnist":
+                    assert fashion_mnist.present(u.cfg.data_root)
     assert counts["paper"] == counts["laptop"] == counts["smoke"] * spec.seeds or \
         spec.kind != "train"
     # every reference names a real cell
@@ -120,5 +125,20 @@ def test_a_table_whose_data_is_absent_stops_before_any_work(tmp_path):
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     lines = [l for l in proc.stderr.splitlines() if l.strip() and "tensorflow" not in l
              and not l.startswith("20")]
-    assert proc.returncode == 2 and "dataset='fashion_mnist': not prepared" in lines[-1]
+    assert proc.returncode == 2 and "dataset='fashion_mnist': neither TFDS's copy" in lines[-1]
+    assert "python -m tff_idp.data fetch fashion_mnist" in lines[-1] and len(lines) == 1
     assert not (tmp_path / "results").exists()
+
+
+def test_only_restricts_a_table_to_some_data_sets():
+    from tff_idp.config import ConfigError
+    from tff_idp.harness.table import only_datasets
+    spec = load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml"))
+    fmnist = only_datasets(spec, "FMNIST")
+    assert list(fmnist.datasets) == ["FMNIST"]
+    assert len(expand(fmnist, "paper")) == 6 * 3
+    assert {u.dataset for u in expand(only_datasets(spec, "FMNIST,SVHN"), "smoke")} == {
+        "FMNIST", "SVHN"}
+    assert only_datasets(spec, None) is spec
+    with pytest.raises(ConfigError, match="--only='MNIST'"):
+        only_datasets(spec, "MNIST")

@@ -48,8 +48,15 @@ class PFAFactory(GroupGaussianFactory):
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
-                 public_group: int = -1, projected_group: int = 0, rank: int = 1):
+                 public_group: int = -1, projected_group: int = 0, rank: int = 1,
+                 public_noise: str = "full"):
         super().__init__(clips, noise_stddevs, expected_cohorts, weights, None)
+        # "full": every public client adds its group's whole noise (its row is seen alone);
+        # "share": only its share of the group sum's noise, as in GDPFed's groups (a
+        # diagnostic reading: the rows the server sees are then barely noised)
+        if public_noise not in ("full", "share"):
+            raise ValueError(f"public_noise={public_noise!r} is not 'full' or 'share'")
+        self.public_noise = public_noise
         # public clients are noised one by one (module doc): noise_draw stays "client"
         m = self.num_groups
         self.public_group = public_group % m
@@ -68,6 +75,8 @@ class PFAFactory(GroupGaussianFactory):
 
     def _noise_share(self, groups, state, counts):
         shared = super()._noise_share(groups, state, counts)
+        if self.public_noise == "share":
+            return shared
         full = tf.linalg.matvec(groups, state["noise_stddevs"])
         return tf.where(groups[:, self.public_group] > 0, full, shared)
 

@@ -52,6 +52,7 @@ class MethodPlan:
     observed_groups: List[int] = dataclasses.field(default_factory=list)
     # why the ledger's epsilon does not bound what the server sees (None: it does)
     accounting_gap: Optional[str] = None
+    public_noise: str = "full"        # PFA: each public row's noise, "full" or "share"
 
     @property
     def num_aggregation_groups(self) -> int:
@@ -223,6 +224,10 @@ def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
                       adaptive_clip=True)
 
 
+PFA_SHARE_GAP = (
+    "PFA with public_noise='share' (a diagnostic reading): public clients add only their "
+    "share of the group sum's noise, yet the server sees their rows one by one, so a row is "
+    "barely noised; no epsilon bounds what the server learns about a public client")
 PFA_ACCOUNTING_GAP = (
     "PFA's public clients each send an individually noised update that the server sees one "
     "by one; the ledger accounts them as a sampled noised sum, so its epsilon does not bound "
@@ -230,7 +235,7 @@ PFA_ACCOUNTING_GAP = (
 
 
 def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="paper",
-             **_) -> MethodPlan:
+             public_noise="full", **_) -> MethodPlan:
     """PFA in GDPFed's adaptation (003 App. B.2): rate q for all, sigma_m per budget as in
     GDPFed; the highest-budget group is public (its clients' individually noised updates
     define a rank-1 principal subspace), the lowest group's mean is projected onto it, the
@@ -241,7 +246,13 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
     cover the rows the server sees (:data:`PFA_ACCOUNTING_GAP`). ``"per-row"``: each public
     row is a Gaussian release of one client whose participation the server observes
     (:func:`tff_idp.privacy.accounting.observed_epsilon`), and the public sigma is calibrated
-    to the public budget under that accounting; the ledger accounts it the same way."""
+    to the public budget under that accounting; the ledger accounts it the same way.
+    ``public_noise="share"``: public clients add only their share of the group noise (a
+    diagnostic reading of how the paper's PFA numbers might have been made; not private
+    against the server, :data:`PFA_SHARE_GAP`)."""
+    if public_noise == "share" and pfa_accounting != "paper":
+        raise ValueError("public_noise='share' is a diagnostic of the paper's adaptation; "
+                         "pfa_accounting must be 'paper'")
     m = len(setting.budgets)
     if m < 2:
         raise ValueError("PFA needs at least two privacy groups")
@@ -260,7 +271,9 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
     if pfa_accounting != "paper":
         raise ValueError(f"pfa_accounting={pfa_accounting!r} is not 'paper' or 'per-row'")
     return dataclasses.replace(plan, public_group=public, projected_group=0,
-                               accounting_gap=PFA_ACCOUNTING_GAP)
+                               public_noise=public_noise,
+                               accounting_gap=PFA_SHARE_GAP if public_noise == "share"
+                               else PFA_ACCOUNTING_GAP)
 
 
 PLANNERS = {

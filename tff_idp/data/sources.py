@@ -4,6 +4,10 @@
 download), pixels scaled to [0, 1], flattened to 64 features; a seeded stratified 80/20 split
 gives 1,437 training and 360 test examples.
 
+``fashion_mnist``: TFDS's copy when ``data_dir`` has it prepared, else the original IDX files
+in ``<root>/raw/fashion-mnist/`` (``python -m tff_idp.data fetch fashion_mnist`` stages them
+from Debian's package; :mod:`tff_idp.data.fashion_mnist`). Same images, same order.
+
 TensorFlow Datasets images (``fashion_mnist``, ``svhn_cropped``, ``cifar10``, ``cifar100``,
 ``emnist`` = EMNIST/byclass, ``emnist_digits`` = EMNIST/digits): read from ``data_dir`` with ``download=False`` semantics first;
 when they are missing, downloaded only if ``allow_download`` (a cluster with a pre-filled
@@ -73,6 +77,35 @@ def load_tfds(name: str, data_dir: str = "datasets/tfds", allow_download: bool =
     return ArrayData(name, x_tr, y_tr, x_te, y_te, classes)
 
 
+def _tfds_prepared(name: str, data_dir: str) -> bool:
+    import tensorflow_datasets as tfds
+    return tfds.builder(TFDS_NAMES[name][0], data_dir=data_dir).is_prepared()
+
+
+def load_fashion_mnist(data_dir: str, allow_download: bool, root: str) -> ArrayData:
+    """TFDS's fashion_mnist when prepared in ``data_dir``, else the IDX files under
+    ``<root>/raw/fashion-mnist``, else (downloads allowed) TFDS's download."""
+    from . import fashion_mnist
+    try:
+        return load_tfds("fashion_mnist", data_dir, allow_download=False)
+    except DataUnavailableError:
+        pass
+    if fashion_mnist.present(root):
+        x_tr, y_tr, x_te, y_te = fashion_mnist.load_arrays(root)
+        return ArrayData("fashion_mnist", x_tr, y_tr, x_te, y_te, 10)
+    if not allow_download:
+        raise DataUnavailableError(_fashion_mnist_missing(data_dir, root))
+    return load_tfds("fashion_mnist", data_dir, allow_download=True)
+
+
+def _fashion_mnist_missing(data_dir: str, root: str) -> str:
+    from pathlib import Path
+    return (f"dataset='fashion_mnist': neither TFDS's copy in {data_dir} nor the IDX files in "
+            f"{Path(root) / 'raw' / 'fashion-mnist'}; run python -m tff_idp.data fetch "
+            "fashion_mnist (Debian's dataset-fashion-mnist), or prepare TFDS's fashion_mnist "
+            "where there is internet and copy it there")
+
+
 def _to_arrays(ds, chunk: int = 10000):
     """A supervised tf.data split as (float32 images in [0, 1], int32 labels)."""
     import tensorflow_datasets as tfds
@@ -106,6 +139,8 @@ def _loaders():
              "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root)}
     for n in TFDS_NAMES:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
+    table["fashion_mnist"] = lambda seed, data_dir, dl, root: load_fashion_mnist(
+        data_dir, dl, root)
     for n in TFF_SETS:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tff_set(n, root, dl)
     from .synthetic import PREFIX, SHAPES, load_synthetic
@@ -127,9 +162,13 @@ def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = F
     from pathlib import Path
     if allow_download:
         return None
+    if name == "fashion_mnist":
+        from . import fashion_mnist
+        if fashion_mnist.present(root) or _tfds_prepared(name, data_dir):
+            return None
+        return _fashion_mnist_missing(data_dir, root)
     if name in TFDS_NAMES:
-        import tensorflow_datasets as tfds
-        if not tfds.builder(TFDS_NAMES[name][0], data_dir=data_dir).is_prepared():
+        if not _tfds_prepared(name, data_dir):
             return (f"dataset={name!r}: not prepared in {data_dir}; prepare it where there is "
                     "internet and copy it there, or set allow_download=true")
         return None

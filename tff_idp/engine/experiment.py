@@ -52,6 +52,7 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
         kwargs["rates"] = cfg.rates
     if method == "pfa":
         kwargs["pfa_accounting"] = cfg.pfa_accounting
+        kwargs["public_noise"] = cfg.pfa_public_noise
     if cfg.noise_multipliers is not None:
         if method in ("idp_sample", "idp_scale", "idp_fedavg"):
             raise ConfigError(f"noise_multipliers={cfg.noise_multipliers}: not used by "

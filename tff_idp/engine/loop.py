@@ -87,7 +87,8 @@ def make_factory(plan, adaptive_clipping: str = "ours", noise_draw: str = "clien
             noise_draw=noise_draw, noise_seed=noise_seed)
     if plan.public_group is not None:
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
-                          public_group=plan.public_group, projected_group=plan.projected_group)
+                          public_group=plan.public_group, projected_group=plan.projected_group,
+                          public_noise=plan.public_noise)
     return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
                                 plan.weights, plan.keep_fractions, noise_draw=noise_draw,
                                 noise_seed=noise_seed)

@@ -95,12 +95,16 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
         finally:
             close_tff()
     else:
-        index = {id(u): i for i, u in enumerate(units)}
+        # a task finds its unit by index in the whole table (``spec`` may be restricted
+        # to some data sets by --only)
+        from .table import load_table
+        index = {u.label: i for i, u in enumerate(expand(load_table(spec.path), scale,
+                                                         output_dir))}
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
         env.setdefault("OMP_NUM_THREADS", "1")
 
         def launch(unit):
-            proc = subprocess.run(task_command(spec, scale, index[id(unit)], output_dir),
+            proc = subprocess.run(task_command(spec, scale, index[unit.label], output_dir),
                                   capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 tail = [l for l in proc.stderr.splitlines() if l.strip()][-1:] or ["?"]

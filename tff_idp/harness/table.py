@@ -67,7 +67,7 @@ def scale_values(values: dict, scale: str) -> dict:
     """A unit's config values shrunk to ``scale``: rounds, clients, local work and test
     set capped; the expected rate raised so the expected cohort stays >= min_cohort; at
     smoke, a data set that is not shipped offline becomes its synthetic stand-in (natural
-    clients then become an IID split)."""
+    clients then become an IID split), except Fashion-MNIST when its files are staged."""
     s = SCALES[scale]
     if not s:
         return dict(values)
@@ -92,12 +92,21 @@ def scale_values(values: dict, scale: str) -> dict:
     current = get("test_examples")
     v["test_examples"] = s["test_examples"] if current is None else min(current,
                                                                         s["test_examples"])
-    if s["synthetic"] and get("dataset") not in OFFLINE:
+    if s["synthetic"] and get("dataset") not in OFFLINE and not _real_here(v, get):
         if get("dataset") in SYNTHETIC_SHAPES:
             v["dataset"] = SYNTHETIC + get("dataset")
             if get("partition") == "natural":
                 v["partition"] = "iid"
     return v
+
+
+def _real_here(values: dict, get) -> bool:
+    """Fashion-MNIST is used for real at smoke scale when its IDX files are staged (they can
+    be had offline: ``python -m tff_idp.data fetch fashion_mnist``)."""
+    if get("dataset") != "fashion_mnist":
+        return False
+    from ..data import fashion_mnist
+    return fashion_mnist.present(get("data_root"))
 
 
 @dataclasses.dataclass
@@ -179,6 +188,20 @@ class TableSpec:
         if isinstance(r, dict):
             return r.get(column) if column is not None else r
         return r
+
+
+def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
+    """The table restricted to the data-set labels in ``only`` (comma-separated, e.g.
+    ``"FMNIST"``); ``None`` keeps them all. An unknown label is a one-line ConfigError."""
+    if only is None:
+        return spec
+    labels = [x.strip() for x in only.split(",") if x.strip()]
+    for label in labels or [only]:
+        if label not in spec.datasets:
+            _fail("--only", label, f"no such data set in {spec.name}; choose from "
+                  f"{', '.join(spec.datasets)}")
+    return dataclasses.replace(spec, datasets={k: v for k, v in spec.datasets.items()
+                                               if k in labels})
 
 
 def is_table(path: str) -> bool:
