@@ -75,6 +75,11 @@ def summary_rows(summaries, reference=None):
         if priv.get("groups"):
             eps = _fmt([g["realised_epsilon"] for g in priv["groups"].values()]) + " / " + \
                 _fmt([g["budget"] for g in priv["groups"].values()])
+            guarantee = priv.get("guarantee", {})
+            if guarantee.get("valid") is False:
+                eps += " (not covered)"
+            elif guarantee.get("trusted_server"):
+                eps += " (trusted server)"
         rows.append({
             "method": s["method"],
             "test_acc_%": f"{100 * s['final_test_accuracy']:.2f}",
@@ -184,6 +189,10 @@ def _train_all(exp, args) -> int:
              f"delta={cfg.resolved_delta:.3g}, seed={cfg.seed}")
     print(title)
     print(format_table(table_rows, list(table_rows[0].keys())))
+    for s in summaries:
+        why = s["privacy"].get("guarantee", {}).get("why_not_valid")
+        if why:
+            print(f"{s['method']}: epsilon not covered: {why}")
     print(f"wall time {time.perf_counter() - started:.0f} s; results in {out_root}")
     return 0
 
