@@ -190,8 +190,6 @@ def calibrate_noise_multiplier(target_epsilon: float, sampling_rate: float, roun
             lambda: make_accountant(accountant, sampling), make_event, target_epsilon, delta,
             bracket_interval=dp_accounting.ExplicitBracketInterval(high / 4.0, high * 1.001),
             discrete=False, tol=1e-6))
-    if accountant != "rdp":
-        return invert_decreasing(eps_of, target_epsilon)
     # RDP: the root on the fast orders (a subset: an upper bound of epsilon, so a feasible
     # noise), then on the default orders near the optimal one, then a check on all of them
     fast = lambda z: epsilon(z, sampling_rate, rounds, delta, accountant, sampling,

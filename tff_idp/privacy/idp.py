@@ -75,10 +75,14 @@ def max_rate(noise_multiplier: float, budget: float, rounds: int, delta: float,
                                                     accountant, orders=orders) - budget
     if window is not None:
         near = lambda q: eps(q, window)
-        lo = min(guess, 1.0)
+        if near(1.0) <= 0:
+            return 1.0
+        lo = min(max(guess or 0.0, 1e-7), 1.0)
         while near(lo) > 0:
-            lo *= 0.9
-        return 1.0 if near(1.0) <= 0 else _largest_root(near, lo, _infeasible_above(near, lo))
+            if lo <= 1e-7:
+                return 0.0
+            lo = max(lo * 0.9, 1e-7)
+        return _largest_root(near, lo, _infeasible_above(near, lo))
     if eps(1.0) <= 0:
         return 1.0
     lo = 1e-7
