@@ -92,7 +92,7 @@ def scale_values(values: dict, scale: str) -> dict:
     current = get("test_examples")
     v["test_examples"] = s["test_examples"] if current is None else min(current,
                                                                         s["test_examples"])
-    if s["synthetic"] and get("dataset") not in OFFLINE and not _real_here(v, get):
+    if s["synthetic"] and get("dataset") not in OFFLINE and not _real_here(get):
         if get("dataset") in SYNTHETIC_SHAPES:
             v["dataset"] = SYNTHETIC + get("dataset")
             if get("partition") == "natural":
@@ -100,7 +100,7 @@ def scale_values(values: dict, scale: str) -> dict:
     return v
 
 
-def _real_here(values: dict, get) -> bool:
+def _real_here(get) -> bool:
     """Fashion-MNIST is used for real at smoke scale when its IDX files are staged (they can
     be had offline: ``python -m tff_idp.data fetch fashion_mnist``)."""
     if get("dataset") != "fashion_mnist":
