@@ -250,6 +250,8 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
     ``public_noise="share"``: public clients add only their share of the group noise (a
     diagnostic reading of how the paper's PFA numbers might have been made; not private
     against the server, :data:`PFA_SHARE_GAP`)."""
+    if pfa_accounting not in ("paper", "per-row"):
+        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not 'paper' or 'per-row'")
     if public_noise == "share" and pfa_accounting != "paper":
         raise ValueError("public_noise='share' is a diagnostic of the paper's adaptation; "
                          "pfa_accounting must be 'paper'")
@@ -268,8 +270,6 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
     if pfa_accounting == "per-row":
         return dataclasses.replace(plan, public_group=public, projected_group=0,
                                    observed_groups=[public])
-    if pfa_accounting != "paper":
-        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not 'paper' or 'per-row'")
     return dataclasses.replace(plan, public_group=public, projected_group=0,
                                public_noise=public_noise,
                                accounting_gap=PFA_SHARE_GAP if public_noise == "share"
