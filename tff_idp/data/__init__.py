@@ -1,7 +1,8 @@
 """Data sources, partitioners and the store of built federated sets."""
 from .partition import (assign_groups, classes_per_client, dirichlet_label_skew,
                         iid_partition, label_shards, pachinko)
-from .sources import FEDERATED, SOURCES, ArrayData, DataUnavailableError, load
+from .sources import FEDERATED, SOURCES, load
+from .types import ArrayData, DataUnavailableError
 from .store import DataStore
 
 __all__ = ["assign_groups", "classes_per_client", "dirichlet_label_skew", "iid_partition",

@@ -20,7 +20,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .sources import ArrayData, DataUnavailableError
+from .types import ArrayData, DataUnavailableError
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",

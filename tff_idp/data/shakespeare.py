@@ -185,7 +185,7 @@ def windows_data(name: str, train: Tuple[np.ndarray, np.ndarray],
     """:class:`~tff_idp.data.sources.ArrayData` of LEAF's examples from packed texts
     ((chars, offsets) for train and test): the training windows stay a view with the
     clients as the natural partition; the test windows are the union of the clients'."""
-    from .sources import ArrayData
+    from .types import ArrayData
     x_tr, y_tr, clients = window_view(*train)
     x_te, y_te, test_clients = window_view(*test)
     test_idx = np.concatenate(test_clients) if test_clients else np.zeros(0, np.int64)

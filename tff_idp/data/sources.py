@@ -15,24 +15,12 @@ TFDS directory and no internet works with the default). Pixels scaled to [0, 1].
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import List, Optional
-
 import numpy as np
 
-
-@dataclasses.dataclass(frozen=True)
-class ArrayData:
-    name: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    num_classes: int
-    # the data set's own clients (writers, speaking roles...): training-example ids each;
-    # None for centralised sets, which a partitioner splits
-    clients: Optional[List[np.ndarray]] = None
-    note: str = ""          # e.g. that this is a stand-in for another data set
+from .adult import load_adult, load_adult_standin
+from .synthetic import PREFIX, SHAPES, load_synthetic
+from .tff_sets import TFF_SETS, cache_file, load_tff_set
+from .types import ArrayData, DataUnavailableError
 
 
 def load_digits(seed: int = 0) -> ArrayData:
@@ -44,10 +32,6 @@ def load_digits(seed: int = 0) -> ArrayData:
     x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.2, random_state=seed,
                                               stratify=y)
     return ArrayData("digits", x_tr, y_tr, x_te, y_te, 10)
-
-
-class DataUnavailableError(ValueError):
-    """A real data set is not in the local cache and may not be downloaded."""
 
 
 TFDS_NAMES = {"fashion_mnist": ("fashion_mnist", 10), "svhn_cropped": ("svhn_cropped", 10),
@@ -131,8 +115,6 @@ def load_leaf_shakespeare(root: str = "datasets") -> ArrayData:
 
 
 def _loaders():
-    from .adult import load_adult, load_adult_standin
-    from .tff_sets import TFF_SETS, load_tff_set
     table = {"digits": lambda seed, data_dir, dl, root: load_digits(seed),
              "adult": lambda seed, data_dir, dl, root: load_adult(root, dl),
              "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed),
@@ -143,7 +125,6 @@ def _loaders():
         data_dir, dl, root)
     for n in TFF_SETS:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tff_set(n, root, dl)
-    from .synthetic import PREFIX, SHAPES, load_synthetic
     for n in SHAPES:
         table[PREFIX + n] = lambda seed, data_dir, dl, root, n=PREFIX + n: load_synthetic(n, seed)
     return table
@@ -172,7 +153,6 @@ def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = F
             return (f"dataset={name!r}: not prepared in {data_dir}; prepare it where there is "
                     "internet and copy it there, or set allow_download=true")
         return None
-    from .tff_sets import TFF_SETS, cache_file
     if name in TFF_SETS and not cache_file(name, root).is_file():
         return f"dataset={name!r}: {cache_file(name, root)} is missing (see datasets/README.md)"
     if name == "shakespeare-leaf" and not (Path(root) / name / "meta.json").is_file():

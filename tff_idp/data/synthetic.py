@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sources import ArrayData
+from .types import ArrayData
 
 # name of the real set -> (input shape, classes); shape "text" = 80-character windows
 SHAPES = {

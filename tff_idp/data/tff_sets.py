@@ -29,8 +29,8 @@ from typing import Dict
 
 import numpy as np
 
-from .sources import ArrayData, DataUnavailableError
 from .store import DataStore, unpack_clients
+from .types import ArrayData, DataUnavailableError
 
 URL = "https://storage.googleapis.com/tff-datasets-public/{}.lzma"
 
