@@ -43,6 +43,14 @@ BAD = [
     (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
     (["--set", "clip=inf"], "clip=inf: must be finite"),
     (["--set", "seed=-1"], "seed=-1: must be a non-negative integer"),
+    # the personal part of a model (methods with client state)
+    (["--set", "personal=\"tail\""], "personal='tail': must be 'none', 'head'"),
+    (["--set", "methods=[\"fedrep\"]", "--set", "personal=\"none\""],
+     "personal='none': fedrep keeps a personal part"),
+    (["--set", "methods=[\"fedrep\"]"], "personal='head': leaves nothing shared"),
+    (["--set", "methods=[\"dp_fedrep\"]", "--set", "model=\"digits_mlp\"", "--set",
+      "personal=\"layers:dense_9\""], "personal='layers:dense_9': the model has no layer"),
+    (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
 ]
 
 

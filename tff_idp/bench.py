@@ -99,18 +99,24 @@ def _bench(args, only, tff):
             lambda: state.__setitem__(0, stock.next(state[0], datasets).state),
             args.warmup, args.rounds)
 
-    from .algorithms.plan import PLANNERS, PrivacySetting
+    from .algorithms.client_work import ClientProgram
+    from .algorithms.plan import PrivacySetting, plan_dp_fedavg
+    from .methods import METHODS
+    from .models.split import split_model
     setting = PrivacySetting([1.0], [k], 1e-5, 10, 1.0, 1.0)
-    plan = PLANNERS["dp_fedavg"](setting, noise_multiplier=1.0)
+    plan = plan_dp_fedavg(setting, noise_multiplier=1.0)
+    method = METHODS["dp_fedavg"]
+    program = ClientProgram(method.phases(cfg), split_model(model_fn(), "none"),
+                            method.client_output, method.server_update)
     modes = {}
     for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
                             ("fast_group", FastBackend, "group")):
         if name in only:
             factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
                                            noise_draw=draw)
-            runner = cls(cfg, plan, model_fn, w0, factory, spec)
+            runner = cls(cfg, plan, model_fn, w0, factory, spec, program)
             modes[f"ours_{name}"] = runner.mode
-            results[f"ours_{name}"] = _timed(lambda: runner.step(examples, infos, 0),
+            results[f"ours_{name}"] = _timed(lambda: runner.step([examples], infos, 0),
                                              args.warmup, args.rounds)
 
     if "ceiling" in only:

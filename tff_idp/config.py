@@ -11,7 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .algorithms.plan import PLANNERS
+from .methods import METHODS
+from .models.split import check_spec
 
 
 class ConfigError(ValueError):
@@ -23,7 +24,7 @@ class ExperimentConfig:
     """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
     name: str = "digits-default"              # results go to <output_dir>/<name>/
     # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
-    # idp_sample idp_scale idp_fedavg pfa
+    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep (tff_idp.methods)
     methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
@@ -77,6 +78,12 @@ class ExperimentConfig:
     # PFA's public clients add their group's "full" noise (their rows are seen one by one) or
     # only their "share" of the group sum's (a diagnostic reading, not private: see README)
     pfa_public_noise: str = "full"
+    # the personal part of the model, kept by each client (tff_idp.models.split): "none",
+    # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
+    # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
+    personal: Optional[str] = None
+    personal_steps: int = 5                   # fedrep: steps on the personal part first ...
+    personal_epochs: Optional[int] = None     # ... or passes over the client's data
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
@@ -157,8 +164,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if cfg.seed < 0:
         _fail("seed", cfg.seed, "must be a non-negative integer")
     for m in cfg.methods:
-        if m not in PLANNERS:
-            _fail("methods", m, f"unknown method; choose from {sorted(PLANNERS)}")
+        if m not in METHODS:
+            _fail("methods", m, f"unknown method; choose from {sorted(METHODS)}")
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
     if cfg.dataset not in SOURCES:
@@ -229,9 +236,6 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("adaptive_clipping", cfg.adaptive_clipping, "must be 'ours' or 'tff'")
     if cfg.noise_draw not in ("client", "group"):
         _fail("noise_draw", cfg.noise_draw, "must be 'client' or 'group'")
-    if cfg.noise_draw == "group" and "pfa" in cfg.methods:
-        _fail("noise_draw", cfg.noise_draw, "pfa's public clients are noised one by one; use "
-              "'client'")
     if cfg.pfa_accounting not in ("paper", "per-row"):
         _fail("pfa_accounting", cfg.pfa_accounting, "must be 'paper' or 'per-row'")
     if cfg.pfa_public_noise not in ("full", "share"):
@@ -251,10 +255,15 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
     if cfg.sampling == "fixed" and cfg.accountant != "rdp":
         _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
-    poisson_only = [m for m in cfg.methods if m in ("idp_sample", "idp_scale", "idp_fedavg")]
-    if cfg.sampling == "fixed" and poisson_only:
-        _fail("sampling", cfg.sampling, f"{poisson_only[0]} calibrates for Poisson sampling "
-              "(Bernoulli draws per client); use sampling='poisson'")
+    if cfg.personal is not None and check_spec(cfg.personal) is not None:
+        _fail("personal", cfg.personal, check_spec(cfg.personal))
+    if cfg.personal_steps < 1:
+        _fail("personal_steps", cfg.personal_steps, "must be >= 1")
+    if cfg.personal_epochs is not None and cfg.personal_epochs < 1:
+        _fail("personal_epochs", cfg.personal_epochs, "must be >= 1")
+    for m in cfg.methods:                        # what each method cannot run with
+        for key, value, why in METHODS[m].config_errors(cfg):
+            _fail(key, value, why)
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:
         _fail("calibration_tolerance", cfg.calibration_tolerance, "must be positive")
     for key in ("rates", "noise_multipliers"):

@@ -119,6 +119,8 @@ def main(argv=None) -> int:
         from .engine.backends import UnsupportedByBackend
         device = _device(cfg.device)
         import tensorflow as tf
+        from .engine.loop import check_methods
+        check_methods(exp)                  # e.g. a split the model has not: before any write
         with tf.device(device):
             return _train_all(exp, args)
     except (ConfigError, UnsupportedByBackend) as e:

@@ -75,7 +75,7 @@ def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked
         ws = np.ones((K, steps, B), np.float32)
         ws[0, 2] = 0.0            # client 0: two steps only
         ws[1, 1, 2:] = 0.0        # client 1: a short batch
-    trainer = ClientTrainer(steps, optimizer, momentum)
+    trainer = ClientTrainer(optimizer, momentum)
     lr = 0.05 if optimizer == "sgd" else 1e-3
     deltas, losses = trainer.train_cohort(CohortModel(model), weights, xs, ys, lr, ws)
     for k in range(K):

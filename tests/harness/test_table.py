@@ -70,6 +70,15 @@ def test_smoke_scale_values():
                                                                           "rounds": 40}
 
 
+def test_smoke_caps_a_personal_phase_only_where_a_method_has_one():
+    """FedRep's head phase is capped like the local work; other methods' values keep no
+    personal key (it would change their run fingerprints)."""
+    rep = scale_values({"methods": ["fedrep"], "personal_epochs": 15, "local_epochs": 5},
+                       "smoke")
+    assert rep["personal_steps"] == 1 and rep["personal_epochs"] == 1
+    assert "personal_steps" not in scale_values({"methods": ["gdpfed"]}, "smoke")
+
+
 @pytest.mark.parametrize("edit,needle", [
     (("seeds = 2", "seeds = 0"), "table.seeds=0"),
     (('methods = ["p_fedavg", "dp_fedavg"]', "methods = []"), "table.methods=[]"),

@@ -218,7 +218,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             tensors, tf.linalg.matvec(groups, state["clips"]))
         if self.noise_draw == "client":
             shares = self._noise_share(groups, state, counts)
-            noise = dpmath.gaussian_noise_per_client(clipped, shares, seeds)
+            noise = self._on_shared(dpmath.gaussian_noise_per_client(clipped, shares, seeds))
             noised = [c + n for c, n in zip(clipped, noise)]
         else:                                   # the server draws the group's noise
             noised = clipped
@@ -276,9 +276,20 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         shares give it (Alg. 1 line 13 summed over the group)."""
         seed = tf.stack([tf.constant(self.noise_seed, tf.int32),
                          tf.cast(state["round"], tf.int32)])
-        noise = dpmath.gaussian_noise_like(sums, 1.0, seed)
+        noise = self._on_shared(dpmath.gaussian_noise_like(sums, 1.0, seed))
         return [s + tf.reshape(state["noise_stddevs"], [-1] + [1] * (len(s.shape) - 1)) * n
                 for s, n in zip(sums, noise)]
+
+    # Which coordinates are released: a method with a personal part sends zeros on it, and
+    # the noise goes on the shared coordinates only (``shared_masks``: per tensor a 0/1 mask
+    # or None for wholly shared; None for all shared). Set by the round loop from the
+    # method's parameter split (tff_idp.models.split).
+    shared_masks = None
+
+    def _on_shared(self, noise):
+        if self.shared_masks is None:
+            return noise
+        return [n if m is None else n * m for n, m in zip(noise, self.shared_masks)]
 
     # Hooks for variants (PFA); the defaults are GDPFed's Algorithm 1.
 

@@ -1,15 +1,22 @@
-"""Local training of one client, shared by the TFF process and the fast runner.
+"""Local training, shared by the TFF process and the fast runner.
 
-``make_client_train(...)`` returns ``train(model, weights, dataset, lr) -> (delta, mean loss)``:
-set the model to the broadcast weights, run ``local_steps`` mini-batch steps (all batches of
-``dataset`` when None) of SGD with heavy-ball momentum (GDPFed: Alg. 1 lines 7-10) or Adam
-(paper 004; fresh moments every round), return theta_local - theta^t (line 11). Call it inside
-a ``tf.function`` so that TF orders the variable writes and reads.
+A client starts from its start weights (the broadcast model, with its own personal part
+where it has one), and runs the method's phases (:class:`ClientProgram`): in each, fresh
+optimizer slots and a number of mini-batch steps (or every batch of its data) of SGD with
+heavy-ball momentum (GDPFed: Alg. 1 lines 7-10) or Adam (paper 004; fresh moments every
+round), with the gradients of parameters the phase does not train masked to zero. What it
+sends is the method's ``client_output`` of (start, final) (FedAvg: theta_local - theta^t,
+line 11). ``ClientTrainer.train_phases`` is one client on tf.data datasets (the TFF
+process; call it inside a ``tf.function`` so that TF orders the variable writes and reads),
+``train_cohort_phases`` K clients at once with their weights a batch dimension, and
+``train_on_batches_phases`` one client of the fast runner's client loop.
 """
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+from typing import Callable, List, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -18,23 +25,58 @@ def loss_fn(logits, labels):
         labels, logits, from_logits=True))
 
 
-class ClientTrainer:
-    """Local training of one client; ``train`` reads a tf.data dataset (the TFF process),
-    ``train_on_batches`` a stacked [steps, batch, ...] tensor (the fast runner's client
-    loop). Both run the same :meth:`step`; ``train_cohort`` trains K clients at once with
-    the same loss and :meth:`update` arithmetic."""
+@dataclasses.dataclass(frozen=True)
+class ClientProgram:
+    """A method's client work and server step as the backends run them (built by the engine
+    from the method's plug-in, ``tff_idp.methods``): ``phases`` = [(train, steps, epochs)]
+    (``methods.Phase``), the parameter ``split`` (``tff_idp.models.split``), what a client
+    sends (``client_output(start, final, masks)``) and the server step
+    (``server_update(weights, aggregate, server_lr, masks)``).
 
-    def __init__(self, local_steps: Optional[int], optimizer: str = "sgd",
-                 momentum: float = 0.0):
+    A client starts from ``mask * broadcast + personal`` (the store keeps each client's
+    personal coordinates, zero on the shared ones), trains phase after phase, sends
+    ``client_output`` and keeps ``(1 - mask) * final``."""
+    phases: Sequence
+    split: object
+    client_output: Callable
+    server_update: Callable
+
+    @property
+    def masks(self) -> List[Optional[np.ndarray]]:
+        return list(self.split.masks)
+
+    @property
+    def personal(self) -> List[int]:
+        return self.split.personal_tensors
+
+    def trainable(self, phase) -> Optional[List]:
+        """Masks of a phase's gradients; None when it trains everything."""
+        if phase.train == "all":
+            return None
+        return self.split.trainable(phase.train)
+
+    def start(self, weights, personal):
+        """Each client's start weights: the broadcast weights where shared, its stored
+        values where personal (tensors may carry a leading client axis)."""
+        rows = dict(zip(self.personal, personal))
+        return [w if m is None else w * m + rows[i]
+                for i, (w, m) in enumerate(zip(weights, self.masks))]
+
+    def kept(self, final) -> List:
+        """What a client keeps: its personal coordinates of ``final``."""
+        return [final[i] * (1.0 - self.masks[i]) for i in self.personal]
+
+
+class ClientTrainer:
+    """Local training; ``train_phases`` reads tf.data datasets (the TFF process),
+    ``train_on_batches_phases`` stacked [steps, batch, ...] tensors (the fast runner's client
+    loop). Both run the same :meth:`step`; ``train_cohort_phases`` trains K clients at once
+    with the same loss and :meth:`update` arithmetic."""
+
+    def __init__(self, optimizer: str = "sgd", momentum: float = 0.0):
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"client_optimizer={optimizer!r} is not 'sgd' or 'adam'")
-        self.local_steps, self.optimizer, self.momentum = local_steps, optimizer, momentum
-
-    def _start(self, model, weights):
-        for v, w in zip(model.trainable_variables, weights):
-            v.assign(w)
-        return (tf.constant(0.0), tf.constant(0.0),
-                tuple(self.zero_slots(v) for v in model.trainable_variables))
+        self.optimizer, self.momentum = optimizer, momentum
 
     def zero_slots(self, v):
         """The optimizer's slots (a, b) for a variable like ``v``: momentum and second moment
@@ -44,11 +86,13 @@ class ClientTrainer:
         b = tf.zeros_like(v) if self.optimizer == "adam" else tf.zeros([])
         return a, b
 
-    def step(self, model, state, x, y, lr, w=None):
+    def step(self, model, state, x, y, lr, w=None, trainable=None):
         """One mini-batch step; ``state`` = (loss sum, step count, optimizer slots).
         ``w`` (fast runner): 1/0 weight per example of a padded batch; the loss is the mean
         over the real examples (a short last batch, as tf.data gives it) and an all-padding
-        step changes nothing (no update, no optimizer step counted)."""
+        step changes nothing (no update, no optimizer step counted). ``trainable``: per
+        variable a 0/1 mask its gradient is multiplied by (None: trained as is), so a phase
+        that trains part of the model leaves the rest exactly where it was."""
         loss_sum, count, slots = state
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
@@ -60,7 +104,7 @@ class ClientTrainer:
                 real = tf.reduce_sum(w)
                 loss = tf.reduce_sum(w * losses) / tf.maximum(real, 1.0)
                 active = tf.cast(real > 0, tf.float32)
-        grads = tape.gradient(loss, variables)
+        grads = _frozen(tape.gradient(loss, variables), trainable)
         new_slots = []
         for v, g, (a, b) in zip(variables, grads, slots):
             step, a_new, b_new = self.update(g, a, b, count, lr)
@@ -92,23 +136,47 @@ class ClientTrainer:
         b_hat = b_new / (1.0 - tf.pow(0.999, t))
         return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new
 
-    def _finish(self, model, weights, state):
-        loss_sum, count, _ = state
-        delta = [tf.identity(v) - w for v, w in zip(model.trainable_variables, weights)]
-        return delta, loss_sum / tf.maximum(count, 1.0)
+    def train_phases(self, model, start, datasets, lr, phases):
+        """The TFF client's work in phases: from ``start`` (its own start weights), for each
+        phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch, trainable
+        masks)) fresh optimizer slots and that many steps. Returns (final weights, mean loss
+        over all steps)."""
+        for v, w in zip(model.trainable_variables, start):
+            v.assign(w)
+        loss_sum, count = tf.constant(0.0), tf.constant(0.0)
+        for dataset, (steps, trainable) in zip(datasets, phases):
+            fresh = (tf.constant(0.0), tf.constant(0.0),        # a new optimizer per phase
+                     tuple(self.zero_slots(v) for v in model.trainable_variables))
+            phase_loss, phase_count, _ = dataset.take(-1 if steps is None else steps).reduce(
+                fresh,
+                lambda st, b, tr=trainable: self.step(model, st, b[0], b[1], lr, trainable=tr))
+            loss_sum, count = loss_sum + phase_loss, count + phase_count
+        return ([tf.identity(v) for v in model.trainable_variables],
+                loss_sum / tf.maximum(count, 1.0))
 
-    def train(self, model, weights, dataset, lr):
-        take = -1 if self.local_steps is None else self.local_steps
-        state = dataset.take(take).reduce(
-            self._start(model, weights), lambda st, b: self.step(model, st, b[0], b[1], lr))
-        return self._finish(model, weights, state)
+    def train_on_batches_phases(self, model, start, phases, lr):
+        """One client of the fast runner's client loop, in phases: ``phases`` =
+        [(xs [steps, batch, ...], ys, ws or None, trainable masks)]. Returns (final weights,
+        mean loss over all steps)."""
+        for v, w in zip(model.trainable_variables, start):
+            v.assign(w)
+        loss_sum, count = tf.constant(0.0), tf.constant(0.0)
+        for xs, ys, ws, trainable in phases:
+            state = (tf.constant(0.0), tf.constant(0.0),        # a new optimizer per phase
+                     tuple(self.zero_slots(v) for v in model.trainable_variables))
+            for s in tf.range(tf.shape(xs)[0]):
+                state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s],
+                                  trainable)
+            loss_sum, count = loss_sum + state[0], count + state[1]
+        return ([tf.identity(v) for v in model.trainable_variables],
+                loss_sum / tf.maximum(count, 1.0))
 
     def train_on_batches(self, model, weights, xs, ys, lr, ws=None):
-        """``xs`` [steps, batch, ...]; ``ws`` [steps, batch] example weights (padding 0)."""
-        state = self._start(model, weights)
-        for s in tf.range(tf.shape(xs)[0]):
-            state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s])
-        return self._finish(model, weights, state)
+        """One client from ``weights`` through one phase training everything: ``xs``
+        [steps, batch, ...]; ``ws`` [steps, batch] example weights (padding 0). Returns
+        (delta, mean loss)."""
+        final, loss = self.train_on_batches_phases(model, weights, [(xs, ys, ws, None)], lr)
+        return [f - w for f, w in zip(final, weights)], loss
 
     def train_cohort(self, cohort_model, weights, xs, ys, lr, ws=None):
         """Every client of a cohort at once (``tff_idp.engine.cohort_model``): ``xs``
@@ -118,9 +186,32 @@ class ClientTrainer:
         Returns (deltas [K, ...] per weight tensor, mean loss per client [K])."""
         k = tf.shape(xs)[0]
         params = [tf.repeat(w[None], k, axis=0) for w in weights]
-        slots = [self.zero_slots(p) for p in params]
+        params, loss_sum, count = self._cohort_steps(cohort_model, params, xs, ys, ws, lr, None)
+        deltas = [p - w[None] for p, w in zip(params, weights)]
+        return deltas, loss_sum / tf.maximum(count, 1.0)
+
+    def train_cohort_phases(self, cohort_model, params, phases, lr):
+        """:meth:`train_cohort` from per-client start weights ``params`` ([K, ...] per
+        tensor: the broadcast shared part and each client's personal part) through
+        ``phases`` = [(xs, ys, ws or None, trainable masks)], fresh optimizer slots in each.
+        Returns (final weights [K, ...] per tensor, mean loss per client over all steps)."""
+        k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
+        for xs, ys, ws, trainable in phases:
+            params, phase_loss, phase_count = self._cohort_steps(cohort_model, params, xs, ys,
+                                                                 ws, lr, trainable)
+            loss_sum, count = loss_sum + phase_loss, count + phase_count
+        return params, loss_sum / tf.maximum(count, 1.0)
+
+    def _cohort_steps(self, cohort_model, params, xs, ys, ws, lr, trainable):
+        """The steps of one phase for K clients (:meth:`train_cohort`) with fresh optimizer
+        slots and step count. Returns (params, loss sum [K], steps taken [K])."""
+        k = tf.shape(xs)[0]
+        loss_sum, count = tf.zeros([k]), tf.zeros([k])
+        slots = [self.zero_slots(p) for p in params]
         for s in tf.range(tf.shape(xs)[1]):
+            tf.autograph.experimental.set_loop_options(shape_invariants=[   # a chunk of one
+                (loss_sum, tf.TensorShape([None])), (count, tf.TensorShape([None]))])
             x, y = xs[:, s], ys[:, s]
             with tf.GradientTape() as tape:
                 tape.watch(params)
@@ -133,7 +224,7 @@ class ClientTrainer:
                     loss = tf.reduce_sum(ws[:, s] * losses, axis=1) / tf.maximum(real, 1.0)
                     active = tf.cast(real > 0, tf.float32)
                 total = tf.reduce_sum(loss)      # clients do not interact: d total / d params_k
-            grads = tape.gradient(total, params)  # is client k's own gradient
+            grads = _frozen(tape.gradient(total, params), trainable)   # is client k's own
             new_params, new_slots = [], []
             for p, g, (a, b) in zip(params, grads, slots):
                 shape = tf.concat([[k], tf.ones([tf.rank(p) - 1], tf.int32)], 0)
@@ -147,16 +238,16 @@ class ClientTrainer:
                     new_slots.append((_masked(on, a_new, a), _masked(on, b_new, b)))
             params, slots = new_params, new_slots
             loss_sum, count = loss_sum + active * loss, count + active
-        deltas = [p - w[None] for p, w in zip(params, weights)]
-        return deltas, loss_sum / tf.maximum(count, 1.0)
+        return params, loss_sum, count
+
+
+def _frozen(grads, trainable):
+    """Gradients times each variable's trainable mask (None: all trainable, left as is)."""
+    if trainable is None:
+        return grads
+    return [g if t is None else g * t for g, t in zip(grads, trainable)]
 
 
 def _masked(active, new, old):
     """``new`` where the step was real (active > 0), else ``old`` (an unused slot as is)."""
     return old if new is old else tf.where(active > 0, new, old)
-
-
-def make_client_train(local_steps: Optional[int], optimizer: str = "sgd",
-                      momentum: float = 0.0):
-    """``train(model, weights, dataset, lr) -> (delta, mean loss)`` (see :class:`ClientTrainer`)."""
-    return ClientTrainer(local_steps, optimizer, momentum).train

@@ -8,7 +8,16 @@ factory (clip, noise, group sums, top-k, reweighting) -> theta^{t+1} = theta^t +
 ``next(state, client_data, client_info)``: ``client_data`` are the cohort's tf.data datasets
 of (x, y) batches, ``client_info`` per client an OrderedDict(group=float32[M] one-hot,
 seed=int32[2], slot=int32: the client's row among the cohort's public clients for PFA, else
--1). The methods differ only in the factory and in how the cohort is sampled.
+-1).
+
+A method's client work and server step come as a :class:`~tff_idp.algorithms.client_work.
+ClientProgram` (``program``; default: one phase of ``local_steps`` on the whole model, the
+model change sent, theta + server_lr * aggregate). With several phases each client's data is
+a list of datasets, one per phase. With a personal part (``program.split``), clients stay
+stateless as TFF requires: ``next(state, client_data, client_info, client_personal)`` takes
+each cohort client's personal tensors as a CLIENTS-placed argument and returns
+``(state, metrics, new_personal)``, the updated ones CLIENTS-placed, in cohort order; the
+runner keeps them between rounds (``tff_idp.engine.personal_state``).
 Factories with ``needs_client_info = True`` (ours) aggregate (update, group, seed); any other
 ``tff.aggregators.UnweightedAggregationFactory`` (e.g. TFF's adaptive-clipping
 ``DifferentiallyPrivateFactory``) aggregates the bare update.
@@ -22,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
-from .client_work import make_client_train
+from .client_work import ClientProgram, ClientTrainer
 
 tff = import_tff()
 
@@ -34,7 +43,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            num_groups: int,
                            local_lr: float = 0.1, lr_decay: float = 0.99,
                            momentum: float = 0.0, local_steps: Optional[int] = 5,
-                           client_optimizer: str = "sgd", server_lr: float = 1.0):
+                           client_optimizer: str = "sgd", server_lr: float = 1.0,
+                           program: Optional[ClientProgram] = None):
     """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets.
 
     ``local_steps=None`` trains on the whole client dataset (the runner makes it finite, e.g.
@@ -44,7 +54,21 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     weights_np = [np.asarray(w, np.float32) for w in initial_weights]
     weights_type = tff.StructWithPythonType(
         [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
-    data_type = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
+    if program is None:                      # FedAvg's client work on the whole model
+        from ..methods.base import Method, Phase
+        from ..models.split import ParameterSplit
+        program = ClientProgram(
+            [Phase("all", local_steps, None if local_steps else 1)],
+            ParameterSplit("none", (None,) * len(weights_np),
+                           tuple(w.shape for w in weights_np)),
+            Method.client_output, Method.server_update)
+    masks, personal = program.masks, program.personal
+    phases = [(None if ph.epochs else ph.steps, program.trainable(ph)) for ph in program.phases]
+    sequence = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
+    data_type = sequence if len(phases) == 1 else tff.StructWithPythonType(
+        [sequence] * len(phases), list)
+    personal_type = tff.StructWithPythonType(
+        [tff.TensorType(np.float32, weights_np[i].shape) for i in personal], list)
     info_type = tff.StructWithPythonType(
         [("group", tff.TensorType(np.float32, [num_groups])),
          ("seed", tff.TensorType(np.int32, [2])), ("slot", tff.TensorType(np.int32))],
@@ -73,12 +97,23 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         return tf.constant(local_lr, tf.float32) * tf.pow(
             tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    train_on_client = make_client_train(local_steps, client_optimizer, momentum)
+    trainer = ClientTrainer(client_optimizer, momentum)
 
-    @tff.tensorflow.computation(weights_type, data_type, np.float32)
-    def client_train(weights, dataset, lr):
-        model = model_fn()
-        return tf.function(train_on_client)(model, list(weights), dataset, lr)
+    def work(model, weights, data, lr, kept):
+        """Start (shared from the server, personal from the client), phases, output."""
+        start = program.start(weights, kept)
+        final, loss = trainer.train_phases(model, start, [data] if len(phases) == 1
+                                           else list(data), lr, phases)
+        return program.client_output(start, final, masks), loss, program.kept(final)
+
+    if personal:
+        @tff.tensorflow.computation(weights_type, data_type, np.float32, personal_type)
+        def client_train(weights, data, lr, kept):
+            return tf.function(work)(model_fn(), list(weights), data, lr, list(kept))
+    else:
+        @tff.tensorflow.computation(weights_type, data_type, np.float32)
+        def client_train(weights, data, lr):
+            return tf.function(work)(model_fn(), list(weights), data, lr, [])[:2]
 
     @tff.tensorflow.computation(weights_type, info_type)
     def pack(delta, info):
@@ -87,17 +122,18 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):
-        new = [w + server_lr * u for w, u in zip(weights, update)]   # Alg. 1 line 19
-        return new, round_num + 1
+        return (program.server_update(list(weights), list(update), server_lr, masks),
+                round_num + 1)
 
     state_type = init_fn.type_signature.result
 
-    @tff.federated_computation(state_type, tff.FederatedType(data_type, tff.CLIENTS),
-                               tff.FederatedType(info_type, tff.CLIENTS))
-    def next_fn(state, client_data, client_info):
+    def round_fn(state, client_data, client_info, client_personal):
         lr = tff.federated_broadcast(tff.federated_map(round_lr, state.round))
-        deltas, losses = tff.federated_map(
-            client_train, (tff.federated_broadcast(state.weights), client_data, lr))
+        args = (tff.federated_broadcast(state.weights), client_data, lr)
+        if client_personal is None:
+            deltas, losses = tff.federated_map(client_train, args)
+        else:
+            deltas, losses, kept = tff.federated_map(client_train, args + (client_personal,))
         if grouped:
             agg = update_process.next(state.aggregator,
                                       tff.federated_map(pack, (deltas, client_info)))
@@ -109,6 +145,20 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
             weights=new_weights, round=new_round, aggregator=agg.state))
         metrics = tff.federated_zip(collections.OrderedDict(
             train_loss=tff.federated_mean(losses), aggregator=agg.measurements))
-        return new_state, metrics
+        if client_personal is None:
+            return new_state, metrics
+        return new_state, metrics, kept
+
+    clients = (tff.FederatedType(data_type, tff.CLIENTS),
+               tff.FederatedType(info_type, tff.CLIENTS))
+    if personal:
+        @tff.federated_computation(state_type, *clients,
+                                   tff.FederatedType(personal_type, tff.CLIENTS))
+        def next_fn(state, client_data, client_info, client_personal):
+            return round_fn(state, client_data, client_info, client_personal)
+    else:
+        @tff.federated_computation(state_type, *clients)
+        def next_fn(state, client_data, client_info):
+            return round_fn(state, client_data, client_info, None)
 
     return tff.templates.IterativeProcess(init_fn, next_fn)

@@ -1,6 +1,10 @@
-"""The two ways to run a round, behind one interface: ``step(examples, infos, rnd) ->
-metrics`` and ``weights``; ``examples`` holds each cohort client's (x, y) arrays in training
-order (``loop.client_examples``), so both backends see the same batches.
+"""The two ways to run a round, behind one interface: ``step(batches, infos, rnd, personal)
+-> (metrics, new personal)`` and ``weights``; ``batches[phase][k]`` holds cohort client k's
+(x, y) arrays of a local phase in training order (``loop.client_examples``), so both backends
+see the same batches; ``personal`` holds the cohort's rows of the personal store
+(``personal_state``), one [K, ...] array per personal tensor, and the backend returns them
+updated. What the clients do and how the server steps is the method's
+(``algorithms.client_work.ClientProgram``): a backend names no method.
 
 ``TFFBackend``: the TFF iterative process (reference semantics; TFF's C++ worker runs it on
 the CPU, one client at a time). ``FastBackend``: the same client work
@@ -37,12 +41,12 @@ class TFFBackend:
     name = "tff"
     mode = "tff"
 
-    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec):
-        self.batch_size, self.epochs = cfg.batch_size, bool(cfg.local_epochs)
+    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
+        self.batch_size, self.program = cfg.batch_size, program
         self.process = build_group_dp_process(
             model_fn, w0, factory, element_spec, plan.num_aggregation_groups, cfg.local_lr,
             cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
-            cfg.client_optimizer, cfg.server_lr)
+            cfg.client_optimizer, cfg.server_lr, program)
         self.state = self.process.initialize()
 
     @property
@@ -57,38 +61,49 @@ class TFFBackend:
     def restore(self, flat):
         self.state = tf.nest.pack_sequence_as(self.state, list(flat))
 
-    def datasets(self, examples):
-        """Each client's arrays as batches: full ``batch_size`` batches (``local_steps``;
-        exactly that many examples are given) or, with ``local_epochs``, a short last one."""
-        return [tf.data.Dataset.from_tensor_slices((x, y)).batch(
-            self.batch_size, drop_remainder=not self.epochs) for x, y in examples]
+    def datasets(self, batches):
+        """Each client's arrays as batches, per phase: full ``batch_size`` batches (steps;
+        exactly that many examples are given) or, in a phase of epochs, a short last one;
+        one dataset per client with one phase, a list of them with several."""
+        per_phase = [[tf.data.Dataset.from_tensor_slices((x, y)).batch(
+            self.batch_size, drop_remainder=not phase.epochs) for x, y in examples]
+            for phase, examples in zip(self.program.phases, batches)]
+        return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
 
-    def step(self, examples, infos, rnd):
-        self.state, metrics = self.process.next(self.state, self.datasets(examples), infos)
+    def step(self, batches, infos, rnd, personal=()):
+        data = self.datasets(batches)
+        if self.program.personal:
+            rows = [[p[k] for p in personal] for k in range(len(infos))]
+            self.state, metrics, kept = self.process.next(self.state, data, infos, rows)
+            personal = [np.stack([np.asarray(c[j]) for c in kept])
+                        for j in range(len(self.program.personal))]
+        else:
+            self.state, metrics = self.process.next(self.state, data, infos)
         agg = metrics.get("aggregator", {})
         return {"train_loss": float(metrics["train_loss"]),
                 "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
                 "mean_update_norm": _agg_metric(agg, "mean_update_norm"),
-                "adaptive_clip": _agg_metric(agg, "clip")}
+                "adaptive_clip": _agg_metric(agg, "clip")}, list(personal)
 
 
 class FastBackend:
     name = "fast"
 
-    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec):
+    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
         if plan.adaptive_clip and getattr(factory, "adaptive", None) is None:
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
-        self.cfg, self.factory = cfg, factory
+        self.cfg, self.factory, self.program = cfg, factory, program
         self.m = plan.num_aggregation_groups
-        self.steps, self.chunk = cfg.local_steps, cfg.fast_chunk_size
+        self.chunk = cfg.fast_chunk_size
         self.model = model_fn()
         self.cohort_model = CohortModel(self.model) if CohortModel.supports(self.model) else None
         self.mode = "cohort" if self.cohort_model is not None else "client-loop"
         self.state = factory.initial_state_tensors()
         self._weights = [tf.constant(w, tf.float32) for w in w0]
-        self.trainer = ClientTrainer(cfg.local_steps, cfg.client_optimizer, cfg.momentum)
+        self.trainer = ClientTrainer(cfg.client_optimizer, cfg.momentum)
+        self.trainable = [program.trainable(ph) for ph in program.phases]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
 
     @property
@@ -116,34 +131,50 @@ class FastBackend:
                           tf.reduce_sum(bit)])
         return sums, extra, stats
 
-    def _chunk_sums(self, weights, state, xs, ys, ws, groups, seeds, slots, counts, lr):
-        """Per-group sums of the noised, clipped updates of a chunk of clients, the sum of
-        their extra contributions (PFA's public rows) and summed statistics."""
+    def _chunk_sums(self, weights, state, data, groups, seeds, slots, counts, lr, personal):
+        """Per-group sums of the noised, clipped outputs of a chunk of clients, the sum of
+        their extra contributions (PFA's public rows), summed statistics and the clients'
+        new personal rows. ``data`` = per phase (xs, ys, ws); ``personal`` = the chunk's
+        rows of the personal store, [K, ...] per personal tensor."""
+        program = self.program
         if self.cohort_model is not None:        # the chunk's clients train together
-            deltas, losses = self.trainer.train_cohort(self.cohort_model, weights, xs, ys, lr, ws)
-            return self._aggregate(deltas, losses, groups, seeds, slots, state, counts)
+            k = tf.shape(data[0][0])[0]
+            start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
+            final, losses = self.trainer.train_cohort_phases(
+                self.cohort_model, start,
+                [(xs, ys, ws, tr) for (xs, ys, ws), tr in zip(data, self.trainable)], lr)
+            sums, extra, stats = self._aggregate(program.client_output(start, final,
+                                                                       program.masks),
+                                                 losses, groups, seeds, slots, state, counts)
+            return sums, extra, stats, program.kept(final)
         sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
         extra = self.factory.client_extra_zeros(weights)
         stats = tf.zeros([4])
-        for k in tf.range(tf.shape(xs)[0]):      # one client after another
-            delta, loss = self.trainer.train_on_batches(self.model, weights, xs[k], ys[k], lr,
-                                                        None if ws is None else ws[k])
-            part, e, st = self._aggregate([d[None] for d in delta], loss[None], groups[k:k + 1],
+        kept = [tf.TensorArray(tf.float32, size=tf.shape(groups)[0]) for _ in personal]
+        for k in tf.range(tf.shape(groups)[0]):      # one client after another
+            start = program.start(weights, [p[k] for p in personal])
+            final, loss = self.trainer.train_on_batches_phases(
+                self.model, start, [(xs[k], ys[k], None if ws is None else ws[k], tr)
+                                    for (xs, ys, ws), tr in zip(data, self.trainable)], lr)
+            out = program.client_output(start, final, program.masks)
+            part, e, st = self._aggregate([d[None] for d in out], loss[None], groups[k:k + 1],
                                           seeds[k:k + 1], slots[k:k + 1], state, counts)
             sums = [acc + p for acc, p in zip(sums, part)]
             extra, stats = extra + e, stats + st
-        return sums, extra, stats
+            kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
+        return sums, extra, stats, [ta.stack() for ta in kept]
 
-    def _padded_batches(self, examples):
-        """Every client's batches as [clients, steps, batch, ...] arrays with example weights:
-        ``local_steps`` full batches each (weights None: nothing is padded), or
-        (``local_epochs``) each client's own number of batches, its short last batch and
+    def _padded_batches(self, examples, phase):
+        """Every client's batches of one phase as [clients, steps, batch, ...] arrays with
+        example weights: ``phase.steps`` full batches each (weights None: nothing is padded),
+        or (a phase of epochs) each client's own number of batches, its short last batch and
         missing steps padded with weight 0 (FedJAX's for_each_client idea: one shape for the
         cohort, masks for the differences)."""
         bsz = self.cfg.batch_size
-        if not self.cfg.local_epochs:            # every client: local_steps full batches
-            return (np.stack([x.reshape((self.steps, bsz) + x.shape[1:]) for x, _ in examples]),
-                    np.stack([y.reshape(self.steps, bsz) for _, y in examples]), None)
+        if not phase.epochs:                     # every client: the phase's full batches
+            return (np.stack([x.reshape((phase.steps, bsz) + x.shape[1:])
+                              for x, _ in examples]),
+                    np.stack([y.reshape(phase.steps, bsz) for _, y in examples]), None)
         steps = max(1, max(-(-len(y) // bsz) for _, y in examples))
         x0, y0 = examples[0]
         xs = np.zeros((len(examples), steps * bsz) + x0.shape[1:], x0.dtype)
@@ -154,31 +185,35 @@ class FastBackend:
         return (xs.reshape((len(examples), steps, bsz) + x0.shape[1:]),
                 ys.reshape(len(examples), steps, bsz), ws.reshape(len(examples), steps, bsz))
 
-    def step(self, examples, infos, rnd):
-        xs, ys, ws = self._padded_batches(examples)
+    def step(self, batches, infos, rnd, personal=()):
+        data = [self._padded_batches(b, ph) for b, ph in zip(batches, self.program.phases)]
         groups = np.stack([i["group"] for i in infos]).astype(np.float32)
         seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
         counts = tf.constant(groups.sum(0), tf.float32)
         lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
-        sums, extra, stats = None, None, tf.zeros([4])
-        for a in range(0, len(examples), self.chunk):
+        sums, extra, stats, kept = None, None, tf.zeros([4]), []
+        for a in range(0, len(infos), self.chunk):
             b = a + self.chunk
-            part, e, s = self._chunk_fn(self._weights, self.state, xs[a:b], ys[a:b],
-                                        None if ws is None else ws[a:b],
-                                        groups[a:b], seeds[a:b], slots[a:b], counts, lr)
+            part, e, s, rows = self._chunk_fn(
+                self._weights, self.state,
+                tuple((xs[a:b], ys[a:b], None if ws is None else ws[a:b]) for xs, ys, ws in data),
+                groups[a:b], seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e
             stats += s
+            kept.append([r.numpy() for r in rows])
         update, _ = self.factory.server_math(sums, extra, self.state, counts)
-        self._weights = [w + self.cfg.server_lr * u for w, u in zip(self._weights, update)]
+        self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
+                                                   self.program.masks)
         self.state = self.factory.state_update_math(self.state, stats[3])
         next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
-        n = float(len(examples))
+        n = float(len(infos))
         norm, clipped, loss, _ = (stats / n).numpy()
         return {"train_loss": float(loss), "clipped_fraction": float(clipped),
                 "mean_update_norm": float(norm),
-                "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}
+                "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
+            [np.concatenate(rows) for rows in zip(*kept)]
 
 
 BACKENDS = {"tff": TFFBackend, "fast": FastBackend}

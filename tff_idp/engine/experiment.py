@@ -9,12 +9,13 @@ from typing import Dict, List
 
 import numpy as np
 
-from ..algorithms.plan import PLANNERS, MethodPlan, PrivacySetting
+from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig
 from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
                     classes_per_client, dirichlet_label_skew, iid_partition, label_shards, load,
                     pachinko)
-from ..privacy import BudgetExceededError, PrivacyLedger, gdpfed
+from ..methods import METHODS
+from ..privacy import BudgetExceededError, PrivacyLedger
 
 
 @dataclasses.dataclass
@@ -45,25 +46,10 @@ def new_ledger(cfg: ExperimentConfig, groups: np.ndarray, setting: PrivacySettin
 
 
 def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:
-    kwargs = dict(local_lr=cfg.local_lr, local_steps=cfg.local_steps)
-    if cfg.keep_fractions is not None:
-        kwargs["keep_fractions"] = cfg.keep_fractions
-    if cfg.rates is not None and method in ("gdpfed_opc", "gdpfed_plus"):
-        kwargs["rates"] = cfg.rates
-    if method == "pfa":
-        kwargs["pfa_accounting"] = cfg.pfa_accounting
-        kwargs["public_noise"] = cfg.pfa_public_noise
-    if cfg.noise_multipliers is not None:
-        if method in ("idp_sample", "idp_scale", "idp_fedavg"):
-            raise ConfigError(f"noise_multipliers={cfg.noise_multipliers}: not used by "
-                              f"method {method!r} (its sigma comes from its own calibration)")
-        if method == "dp_fedavg":
-            # one sigma for all: the largest given (the strictest group's); the ledger checks it
-            kwargs["noise_multiplier"] = max(cfg.noise_multipliers)
-        else:
-            kwargs["noise_multipliers"] = cfg.noise_multipliers
+    """The method's plan (its plug-in reads the config keys it uses), or a one-line
+    ConfigError when the setting admits none."""
     try:
-        return PLANNERS[method](setting, **kwargs)
+        return METHODS[method].plan(cfg, setting)
     except ValueError as e:
         raise ConfigError(f"methods={method!r}: cannot plan it ({e})") from e
 
@@ -162,18 +148,8 @@ def plan_all(cfg: ExperimentConfig):
 
 
 def plan_summary(plan: MethodPlan, setting: PrivacySetting) -> dict:
-    """Rates, sigma^2 and the noise magnitude Lambda of ``gdpfed.noise_magnitude``."""
-    sizes = np.asarray(setting.group_sizes, dtype=float)
-    s2 = plan.noise_multipliers_sq
-    out = {"rates": plan.rates, "noise_multipliers_sq": s2, "keep_fractions": plan.keep_fractions}
-    if plan.private and plan.method in ("dp_fedavg", "gdpfed", "gdpfed_opc", "gdpfed_plus",
-                                        "idp_sample"):
-        if plan.method == "dp_fedavg":
-            lam = gdpfed.noise_magnitude(s2[:1], setting.clip)
-        elif plan.method == "gdpfed":
-            lam = gdpfed.noise_magnitude(s2, setting.clip)
-        else:
-            lam = gdpfed.noise_magnitude(s2, setting.clip, np.asarray(plan.rates) * sizes,
-                                         plan.keep_fractions)
-        out["noise_magnitude"] = lam
-    return out
+    """Rates, sigma^2, keep fractions and what the method adds (e.g. the noise magnitude
+    Lambda of ``gdpfed.noise_magnitude``)."""
+    out = {"rates": plan.rates, "noise_multipliers_sq": plan.noise_multipliers_sq,
+           "keep_fractions": plan.keep_fractions}
+    return out | METHODS[plan.method].plan_summary(plan, setting)

@@ -1,9 +1,15 @@
-"""The round loop: one method of an :class:`Experiment`, round by round, on a backend.
+"""The round loop: one method of an :class:`Experiment`, round by round, on a backend. It
+names no method: what differs between methods comes from their plug-ins
+(``tff_idp.methods``).
 
 Per round: sample the cohort per group (``tff_idp.sampling``), draw each sampled client's
-examples in training order (``client_examples``: permutations seeded by (seed, round,
-client)), let the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round,
-evaluate the new global model on the held-out test set, record the round in the ledger.
+examples of each local phase in training order (``client_examples``: permutations seeded by
+(seed, round, client[, phase])), gather the cohort's personal rows (``personal_state``), let
+the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round (client work,
+clip and noise of the shared part, aggregation, server update), write the personal rows
+back, evaluate (``evaluation``: the global model, or each client's own model), record the
+round in the ledger. A round whose cohort is empty (possible with Poisson sampling) leaves
+the model and every personal part as they are and is recorded with ``cohort`` 0.
 """
 from __future__ import annotations
 
@@ -23,14 +29,16 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from .. import models
-from ..aggregators import GroupGaussianFactory, PFAFactory
-from ..aggregators.group_gaussian import AdaptiveClipping
-from ..privacy import idp
+from ..algorithms.client_work import ClientProgram
+from ..config import ConfigError
+from ..methods import METHODS
+from ..models.split import split_model
 from ..privacy.threat_model import guarantee
-from ..runtime import import_tff
 from ..sampling import sample_cohort
 from .backends import BACKENDS
+from .evaluation import PersonalEvaluation, client_test_sets, evaluate
 from .experiment import Experiment, plan_summary
+from .personal_state import PersonalStore
 
 
 GROUP_NOISE_STREAM = 1 << 30      # the third part of the group-noise base seed (rounds < it)
@@ -59,39 +67,48 @@ def initial_weights(exp: Experiment, model_fn):
     return model_fn().get_weights()
 
 
-def make_factory(plan, adaptive_clipping: str = "ours", noise_draw: str = "client",
-                 noise_seed: int = 0):
-    """The aggregation factory of a plan. ``noise_draw``/``noise_seed``: who draws the
-    Gaussian noise (``GroupGaussianFactory``). Adaptive clipping (IDP-FedAvg, paper 004):
-    ``"ours"``, GroupGaussianFactory with Andrew et al.'s adaptive clip and seeded noise
-    (deterministic, resumable, runs on both backends), or ``"tff"``, TFF's
-    ``DifferentiallyPrivateFactory.gaussian_adaptive`` itself (initial clip 0.1, target
-    quantile 0.5, learning rate 0.2), whose noise is unseeded."""
-    if plan.adaptive_clip:
-        cohort = float(plan.expected_cohorts[0])
-        z = float(plan.noise_multipliers[0])
-        count_std = idp.clipped_count_stddev(z, cohort)
-        if adaptive_clipping == "tff":
-            tff = import_tff()
-            return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
-                noise_multiplier=z, clients_per_round=cohort,
-                initial_l2_norm_clip=float(plan.clips[0]),
-                target_unclipped_quantile=idp.ADAPTIVE_TARGET_QUANTILE,
-                learning_rate=idp.ADAPTIVE_LEARNING_RATE, clipped_count_stddev=count_std)
-        z_value = idp.value_noise_multiplier(z, count_std)
-        return GroupGaussianFactory(
-            plan.clips, [z_value * plan.clips[0]], plan.expected_cohorts, plan.weights,
-            plan.keep_fractions,
-            adaptive=AdaptiveClipping(z_value, count_std, idp.ADAPTIVE_TARGET_QUANTILE,
-                                      idp.ADAPTIVE_LEARNING_RATE),
-            noise_draw=noise_draw, noise_seed=noise_seed)
-    if plan.public_group is not None:
-        return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
-                          public_group=plan.public_group, projected_group=plan.projected_group,
-                          public_noise=plan.public_noise)
-    return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
-                                plan.weights, plan.keep_fractions, noise_draw=noise_draw,
-                                noise_seed=noise_seed)
+def client_program(exp: Experiment, method: str, model) -> ClientProgram:
+    """The method's client work and server step (its plug-in) on ``model``'s tensors; a
+    split the model does not have is a one-line ConfigError, before any round."""
+    plugin = METHODS[method]
+    try:
+        split = split_model(model, plugin.split_spec(exp.cfg))
+    except ValueError as e:
+        raise ConfigError(str(e)) from e
+    return ClientProgram(plugin.phases(exp.cfg), split, plugin.client_output,
+                         plugin.server_update)
+
+
+def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
+                program: Optional[ClientProgram] = None):
+    """The backend runner of ``method`` (its plug-in's aggregator and client program, or
+    ``program``), before any round: (runner, program, initial weights)."""
+    cfg, plan = exp.cfg, exp.plans[method]
+    model_fn = build_model_fn(exp)
+    w0 = initial_weights(exp, model_fn)
+    program = program or client_program(exp, method, model_fn())
+    factory = METHODS[method].aggregation_factory(
+        plan, cfg, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM))
+    if not program.split.trivial:    # noise on the shared coordinates only
+        if not hasattr(factory, "shared_masks"):
+            raise ConfigError(f"personal={program.split.spec!r}: the aggregator of "
+                              f"{method!r} cannot keep its noise off the personal part")
+        factory.shared_masks = list(program.split.masks)
+    x = exp.data.x_train
+    # a phase of epochs keeps a short last batch
+    batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
+    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
+            tf.TensorSpec([batch_dim], tf.int32))
+    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program)
+    return runner, program, w0
+
+
+def check_methods(exp: Experiment) -> None:
+    """Every method's client program can be built on the experiment's model (one-line
+    ConfigError otherwise): run before anything is written."""
+    model_fn = build_model_fn(exp)
+    for method in exp.cfg.methods:
+        client_program(exp, method, model_fn())
 
 
 # how client data is ordered (client_examples); part of every run fingerprint, so results
@@ -100,37 +117,26 @@ def make_factory(plan, adaptive_clipping: str = "ours", noise_draw: str = "clien
 DATA_ORDER_VERSION = 2
 
 
-def client_examples(exp: Experiment, client: int, rnd: int):
-    """Client ``client``'s training examples of round ``rnd``, in the order it uses them:
-    permutations of its examples drawn from (seed, round, client), one after another, as
-    many as ``local_epochs`` asks (batched by the backend, the last batch may be short) or
-    the first ``local_steps * batch_size`` of enough of them (full batches only). Returned
-    as arrays (x, y); both backends batch these same arrays."""
+def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
+    """Client ``client``'s training examples of round ``rnd`` for local phase ``index``
+    (``phase``: its steps or epochs; default the config's ``local_steps`` /
+    ``local_epochs``), in the order it uses them: permutations of its examples drawn from
+    (seed, round, client) (and the phase index after the first), one after another, as many
+    as the epochs ask (batched by the backend, the last batch may be short) or the first
+    ``steps * batch_size`` of enough of them (full batches only). Returned as arrays (x, y);
+    both backends batch these same arrays."""
     cfg = exp.cfg
+    epochs = cfg.local_epochs if phase is None else phase.epochs
+    steps = cfg.local_steps if phase is None else phase.steps
     idx = exp.client_indices[client]
     n = len(idx)
-    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION])
-    need = None if cfg.local_epochs else cfg.local_steps * cfg.batch_size
-    passes = cfg.local_epochs or -(-need // n)
+    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
+                                + ([index] if index else []))
+    need = None if epochs else steps * cfg.batch_size
+    passes = epochs or -(-need // n)
     order = idx[np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]]
     x = exp.data.x_train[order].astype(input_dtype(exp.data).as_numpy_dtype)
     return x, exp.data.y_train[order]
-
-
-def evaluate(model, x, y, batch: int = 1000):
-    """(mean cross-entropy, accuracy) of ``model`` on (x, y), in batches, through one traced
-    forward pass per model (graph mode: a paper-scale run evaluates 10,000 images every
-    round, which eager Keras calls made a third of the run)."""
-    cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
-    forward = getattr(model, "_tff_idp_forward", None)
-    if forward is None:
-        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True)
-        model._tff_idp_forward = forward
-    logits = np.concatenate([forward(x[i:i + batch].astype(cast)).numpy()
-                             for i in range(0, len(y), batch)])
-    loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        y, logits, from_logits=True))
-    return float(loss), float(np.mean(np.argmax(logits, 1) == y))
 
 
 def method_key(method: str) -> int:
@@ -143,13 +149,9 @@ CHECKPOINT = "checkpoint.pkl"
 
 
 def plan_version(cfg, method: str) -> int:
-    """Bumped where a fix changed the numbers a method's plan is made of, so that results and
-    checkpoints made with the old plan count as stale: 1 = SAMPLE's rates on the full RDP
-    orders (idp_sample, idp_fedavg) and fixed-size cohorts accounted under replace-one with
-    sensitivity 2C; 0 = unchanged since the first release."""
-    if cfg.sampling == "fixed" and method != "p_fedavg":
-        return 1
-    return 1 if method in ("idp_sample", "idp_fedavg") else 0
+    """The method's plan version (``Method.plan_version``): results and checkpoints made
+    with an older plan count as stale."""
+    return METHODS[method].plan_version(cfg)
 
 
 def run_fingerprint(cfg, method: str) -> str:
@@ -195,34 +197,35 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
     round, client) (``noise_draw="group"``: group noise from (seed, method, stream) and the
-    round), client data order from (seed, round, client), initial model from seed.
+    round), client data order from (seed, round, client[, phase]), initial model (and every
+    client's initial personal part) from seed.
 
     Checkpoints: with ``checkpoint_dir``, every ``cfg.checkpoint_every`` rounds the backend
-    state (model, optimizer, aggregator), the sampler's generator state, the ledger and the
-    rows so far are saved there; a later call with the same experiment resumes from it and
-    ends with exactly the metrics of an uninterrupted run (every other random stream is a
-    function of (seed, round, client), not of history)."""
+    state (model, optimizer, aggregator), the personal store, the sampler's generator state,
+    the ledger and the rows so far are saved there; a later call with the same experiment
+    resumes from it and ends with exactly the metrics of an uninterrupted run (every other
+    random stream is a function of (seed, round, client), not of history)."""
     cfg, plan = exp.cfg, exp.plans[method]
+    plugin = METHODS[method]
+    runner, program, w0 = make_runner(exp, method, backend)
+    split = program.split
     model_fn = build_model_fn(exp)
-    w0 = initial_weights(exp, model_fn)
-    m_agg = plan.num_aggregation_groups
-    factory = make_factory(plan, cfg.adaptive_clipping, cfg.noise_draw,
-                           _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM))
-    x = exp.data.x_train
-    batch_dim = None if cfg.local_epochs else cfg.batch_size   # epochs keep a short batch
-    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
-            tf.TensorSpec([batch_dim], tf.int32))
-    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec)
-    evaluator = model_fn()
+    evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
+    store = PersonalStore(w0, split, cfg.num_clients)
     test_x, test_y = exp.data.x_test, exp.data.y_test
+    personal_eval = None if split.trivial else PersonalEvaluation(
+        evaluator, split, test_x, test_y,
+        client_test_sets(exp.data.y_train, exp.client_indices, test_y))
     rng = np.random.default_rng([cfg.seed, method_key(method)])
     members = exp.group_members
+    m_agg = plan.num_aggregation_groups
     ledger = exp.new_ledger(plan)
     rows, start = [], 0
     fingerprint = run_fingerprint(exp.cfg, method)
     resumed = load_checkpoint(checkpoint_dir, fingerprint)
     if resumed is not None:
         runner.restore(resumed["backend"])
+        store.restore(resumed.get("personal", []))
         rng.bit_generator.state = resumed["rng"]
         ledger, rows, start = resumed["ledger"], resumed["rows"], resumed["rounds_done"]
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
@@ -231,18 +234,22 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
         noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
-        examples, infos, ids = [], [], []
+        batches, infos, ids = [[] for _ in program.phases], [], []
         for g, clients in enumerate(cohort):
             onehot = np.zeros(m_agg, np.float32)
             onehot[plan.aggregation_groups[g]] = 1.0
             public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
             for j, c in enumerate(clients):
-                examples.append(client_examples(exp, c, rnd))
+                for p, phase in enumerate(program.phases):
+                    batches[p].append(client_examples(exp, c, rnd, phase, p))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([noise_seed, c], np.int32),
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
-        measurements = runner.step(examples, infos, rnd) if examples else {}
+        measurements = {}
+        if ids:                          # an empty cohort leaves everything as it is
+            measurements, kept = runner.step(batches, infos, rnd, store.gather(ids))
+            store.scatter(ids, kept)
         ledger.record_round(plan.round_mechanisms(), ids)
         seconds = time.perf_counter() - t0
         row = {"round": rnd + 1, "cohort": len(ids),
@@ -251,38 +258,49 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
                   ("train_loss", "clipped_fraction", "mean_update_norm", "adaptive_clip")},
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
-            evaluator.set_weights(runner.weights)
-            row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
-            bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
+            if personal_eval is None:
+                evaluator.set_weights(runner.weights)
+                row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
+                bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
+            else:                        # no global model: each client's own
+                row.update(personal_eval(runner.weights, store))
+                bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
         rows.append(row)
         every = cfg.checkpoint_every
         if checkpoint_dir is not None and every and (rnd + 1) % every == 0 \
                 and rnd + 1 < cfg.rounds:
             save_checkpoint(Path(checkpoint_dir), {
                 "fingerprint": fingerprint, "rounds_done": rnd + 1,
-                "backend": runner.snapshot(), "rng": rng.bit_generator.state,
-                "ledger": ledger, "rows": rows})
+                "backend": runner.snapshot(), "personal": store.snapshot(),
+                "rng": rng.bit_generator.state, "ledger": ledger, "rows": rows})
         if on_round is not None:
             on_round(row)
     bar.close()
     secs = [r["seconds"] for r in rows]
+    headline = "test_accuracy" if personal_eval is None else "personal_test_accuracy"
     summary = {
         "method": method,
         "backend": runner.name,
         "backend_mode": runner.mode,
-        "final_test_accuracy": rows[-1]["test_accuracy"],
-        "final_test_loss": rows[-1]["test_loss"],
+        "final_test_accuracy": rows[-1][headline],
+        "final_test_loss": rows[-1][headline.replace("accuracy", "loss")],
+        "headline_metric": headline,
         "rounds": cfg.rounds,
         "resumed_from_round": start or None,
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
         "plan": plan_summary(plan, exp.setting),
         **({"data_note": exp.data.note} if exp.data.note else {}),
-        **({"clipped_count_stddev": idp.clipped_count_stddev(
-            float(plan.noise_multipliers[0]), float(plan.expected_cohorts[0])),
-            "adaptive_clipping": cfg.adaptive_clipping} if plan.adaptive_clip else {}),
+        **plugin.summary_extras(plan, cfg),
+        **({} if split.trivial else {"personal": {
+            "split": split.spec, "personal_parameters_per_client": split.personal_count,
+            "shared_parameters": split.shared_count, "store_bytes": store.nbytes,
+            "evaluation": "each client's model (shared part + its personal part) on the test "
+                          "examples of its training classes; mean over clients"}}),
         "privacy": ({**ledger.summary(), "guarantee": guarantee(
             cfg.sampling, cfg.noise_draw, plan.accounting_gap, plan.observed_groups)}
             if plan.private else {"private": False}),
     }
+    if not split.trivial:
+        summary["final_test_accuracy_std"] = rows[-1]["personal_test_accuracy_std"]
     return rows, summary, ledger

@@ -63,6 +63,22 @@ SCALES = {
 }
 
 
+def _has_personal_phase(get) -> bool:
+    """Whether a unit's methods train a personal part in a phase of its own (FedRep)."""
+    from ..methods import METHODS
+    return any(len(METHODS[m].phases(_PhaseKeys(get))) > 1 for m in get("methods"))
+
+
+class _PhaseKeys:
+    """The config keys ``Method.phases`` reads, from a unit's values."""
+
+    def __init__(self, get):
+        self._get = get
+
+    def __getattr__(self, key):
+        return self._get(key)
+
+
 def scale_values(values: dict, scale: str) -> dict:
     """A unit's config values shrunk to ``scale``: rounds, clients, local work and test
     set capped; the expected rate raised so the expected cohort stays >= min_cohort; at
@@ -87,6 +103,11 @@ def scale_values(values: dict, scale: str) -> dict:
         v["local_steps"] = min(get("local_steps"), s["local_steps"])
     if get("local_epochs") is not None:
         v["local_epochs"] = min(get("local_epochs"), s["local_epochs"])
+    if _has_personal_phase(get):          # the personal phase's work is capped alike
+        if s["local_steps"] is not None:
+            v["personal_steps"] = min(get("personal_steps"), s["local_steps"])
+        if get("personal_epochs") is not None:
+            v["personal_epochs"] = min(get("personal_epochs"), s["local_epochs"])
     if s["batch_size"] is not None:
         v["batch_size"] = min(get("batch_size"), s["batch_size"])
     current = get("test_examples")

@@ -1,0 +1,128 @@
+"""What a method is, for the round loop and the backends: a plug-in that says
+
+- its **privacy plan** (:meth:`Method.plan`: rates, clips, noise, as a
+  :class:`~tff_idp.algorithms.plan.MethodPlan` the ledger checks);
+- its **aggregator** (:meth:`Method.aggregation_factory`: clip, noise, group sums, top-k,
+  reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs);
+- its **parameter split** (:meth:`Method.split_spec`: which parameters are shared and which
+  personal, :mod:`tff_idp.models.split`);
+- its **client work** (:meth:`Method.phases`: local training in phases, each training all,
+  the shared or the personal parameters; :meth:`Method.client_output`: what leaves the
+  client, by default the shared part of its model change);
+- its **server update** (:meth:`Method.server_update`: by default
+  theta <- theta + server_lr * aggregate);
+- its **evaluation** (the global model on the test set when nothing is personal; each
+  client's own model on its own test examples otherwise: ``engine.evaluation``).
+
+The round loop (``engine.loop``) and the backends (``engine.backends``: TFF and fast) call
+these and name no method; adding a method is a new plug-in module and a registry line
+(``tff_idp.methods``). This follows TFF's ``LearningProcess`` composition (distributor,
+client work, aggregator, finalizer) and FedJAX's client init / step / final, with the
+personal state of personalised FL kept in a per-client store by the runner.
+
+Nothing here imports TensorFlow at module level: the config check and the privacy plan run
+without it (a bad config is refused in well under a second). :meth:`client_output` and
+:meth:`server_update` are tensor arithmetic, called inside the backends' TF computations.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from ..algorithms.plan import MethodPlan, PrivacySetting
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One stretch of a client's local work in a round: which parameters it trains
+    (``"all"``, ``"shared"`` or ``"personal"``) and for how long: ``steps`` mini-batches
+    (full batches) or, when ``epochs`` is set, that many passes over the client's data
+    (a short last batch)."""
+    train: str = "all"
+    steps: int = 5
+    epochs: Optional[int] = None
+
+
+class Method:
+    """The plug-in interface (module docstring). Subclasses set ``name`` and ``planner`` and
+    override what differs from FedAvg with everything shared."""
+
+    name: str = ""
+    planner = None                 # f(setting, **kwargs) -> MethodPlan (algorithms.plan)
+    default_split: str = "none"    # the split when the config's ``personal`` is unset
+    needs_personal: bool = False   # refuse personal = "none"
+    adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
+
+    # --- config and privacy plan (pure Python) -------------------------------------------
+
+    def config_errors(self, cfg) -> Iterator[Tuple[str, object, str]]:
+        """(key, value, why) for each setting this method cannot run with; the config check
+        (``tff_idp.config.validate``) reports the first as a one-line error."""
+        split = self.split_spec(cfg)
+        if self.needs_personal and split == "none":
+            yield "personal", cfg.personal, f"{self.name} keeps a personal part; name one"
+        if split != "none" and cfg.adaptive_clipping == "tff" and self.adaptive_clip:
+            yield ("adaptive_clipping", cfg.adaptive_clipping, "TFF's own factory sees the "
+                   "whole model; with a personal part use 'ours'")
+
+    def plan_kwargs(self, cfg) -> Dict:
+        """The planner's keyword arguments taken from the config."""
+        kwargs = dict(local_lr=cfg.local_lr, local_steps=cfg.local_steps)
+        if cfg.noise_multipliers is not None:
+            kwargs["noise_multipliers"] = cfg.noise_multipliers
+        return kwargs
+
+    def plan(self, cfg, setting: PrivacySetting) -> MethodPlan:
+        plan = self.planner(setting, **self.plan_kwargs(cfg))
+        return plan if plan.method == self.name else dataclasses.replace(plan, method=self.name)
+
+    def plan_version(self, cfg) -> int:
+        """Bumped where a fix changed the numbers a plan is made of, so that results and
+        checkpoints made with the old plan count as stale: 1 = fixed-size cohorts accounted
+        under replace-one with sensitivity 2C (every private method), SAMPLE's rates on the
+        full RDP orders (idp_sample, idp_fedavg); 0 = unchanged since the first release."""
+        return 1 if cfg.sampling == "fixed" else 0
+
+    def plan_summary(self, plan: MethodPlan, setting: PrivacySetting) -> Dict:
+        """What the run summary shows of the plan beyond rates, sigma^2 and keep fractions
+        (e.g. the noise magnitude Lambda of GDPFed's Problem 1)."""
+        return {}
+
+    def summary_extras(self, plan: MethodPlan, cfg) -> Dict:
+        """Top-level entries of the run summary this method adds (IDP-FedAvg: its
+        clipped-count noise and which adaptive clipping ran)."""
+        return {}
+
+    # --- the round's pieces (TF objects, built by the engine) -----------------------------
+
+    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: int):
+        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``:
+        GDPFed's group-wise Gaussian factory by default. ``noise_seed`` seeds the server's
+        draws when ``cfg.noise_draw == "group"``."""
+        from ..aggregators import GroupGaussianFactory
+        return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
+                                    plan.weights, plan.keep_fractions,
+                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed)
+
+    def split_spec(self, cfg) -> str:
+        return cfg.personal if cfg.personal is not None else self.default_split
+
+    def phases(self, cfg) -> List[Phase]:
+        """One phase training everything: ``local_steps`` steps or ``local_epochs`` passes
+        (GDPFed Alg. 1 lines 7-10)."""
+        return [Phase("all", cfg.local_steps, cfg.local_epochs)]
+
+    @staticmethod
+    def client_output(start, final, masks):
+        """What a client sends: the shared part of its model change, (final - start) * mask
+        per tensor (GDPFed Alg. 1 line 11 on the shared coordinates). Tensors may carry a
+        leading client axis; a mask of None means wholly shared."""
+        return [f - s if m is None else (f - s) * m for s, f, m in zip(start, final, masks)]
+
+    @staticmethod
+    def server_update(weights, aggregate, server_lr, masks):
+        """theta^{t+1} = theta^t + server_lr * aggregate (GDPFed Alg. 1 line 19). ``masks``
+        (per tensor: 1 on shared coordinates, None for wholly shared) lets a method update
+        the shared part alone in another way (MS-PAFL replaces it); the aggregate is zero on
+        personal coordinates, so adding it leaves them as they are."""
+        return [w + server_lr * u for w, u in zip(weights, aggregate)]

@@ -1,0 +1,44 @@
+"""FedRep (Collins et al., ICML 2021) and its DP form (CENTAUR's DP-FedRep, the paper-001
+baseline family): a shared representation (the body) and a personal head per client.
+
+Each round a sampled client starts from the broadcast body and its own stored head, trains
+the head alone for ``personal_steps`` steps (or ``personal_epochs`` passes) with the body
+frozen, then the body alone for ``local_steps`` steps (or ``local_epochs`` passes) with the
+head frozen, keeps the head and sends the body's change; the server averages the body changes
+as FedAvg does. ``dp_fedrep`` clips each body change and adds Gaussian noise on the body only
+(client-level DP of the shared part; heads are never released), planned as DP-FedAvg (one
+sigma for the strictest budget, every client sampled at q). The split is the config's
+``personal`` (default ``"head"``: the last Dense layer)."""
+from __future__ import annotations
+
+from ..algorithms import plan as plans
+from .base import Method, Phase
+from .gdpfed import DPFedAvg
+
+
+class FedRep(Method):
+    name = "fedrep"
+    planner = staticmethod(plans.plan_p_fedavg)
+    default_split = "head"
+    needs_personal = True
+
+    def plan_kwargs(self, cfg):
+        return {}
+
+    def plan_version(self, cfg):
+        return 0
+
+    def phases(self, cfg):
+        """FedRep Alg. 1: head updates with the body fixed, then body updates with the head
+        fixed."""
+        return [Phase("personal", cfg.personal_steps, cfg.personal_epochs),
+                Phase("shared", cfg.local_steps, cfg.local_epochs)]
+
+
+class DPFedRep(FedRep, DPFedAvg):
+    name = "dp_fedrep"
+    planner = staticmethod(plans.plan_dp_fedavg)
+
+    plan_kwargs = DPFedAvg.plan_kwargs
+    plan_version = DPFedAvg.plan_version
+    plan_summary = DPFedAvg.plan_summary

@@ -1,0 +1,29 @@
+"""PFA (Liu et al. 2021) in GDPFed's adaptation (003 App. B.2): the highest-budget group's
+individually noised updates span a principal subspace, the lowest group's mean is projected
+onto it (``tff_idp.aggregators.PFAFactory``); planned like GDPFed, accounted per
+``pfa_accounting`` (``tff_idp.algorithms.plan.plan_pfa``)."""
+from __future__ import annotations
+
+from ..algorithms import plan as plans
+from .base import Method
+
+
+class PFA(Method):
+    name = "pfa"
+    planner = staticmethod(plans.plan_pfa)
+
+    def config_errors(self, cfg):
+        yield from super().config_errors(cfg)
+        if cfg.noise_draw == "group":
+            yield ("noise_draw", cfg.noise_draw, "pfa's public clients are noised one by one; "
+                   "use 'client'")
+
+    def plan_kwargs(self, cfg):
+        return {**super().plan_kwargs(cfg), "pfa_accounting": cfg.pfa_accounting,
+                "public_noise": cfg.pfa_public_noise}
+
+    def aggregation_factory(self, plan, cfg, noise_seed):
+        from ..aggregators import PFAFactory
+        return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
+                          public_group=plan.public_group, projected_group=plan.projected_group,
+                          public_noise=plan.public_noise)
