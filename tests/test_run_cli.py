@@ -51,6 +51,20 @@ BAD = [
     (["--set", "methods=[\"dp_fedrep\"]", "--set", "model=\"digits_mlp\"", "--set",
       "personal=\"layers:dense_9\""], "personal='layers:dense_9': the model has no layer"),
     (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
+    # MS-PAFL (paper 002)
+    (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
+    (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),
+    (["--set", "local_delta=1.5"], "local_delta=1.5: must be in (0, 1)"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "expected_rate=1.5"], "expected_rate=1.5: must be in (0, 1]"),
+    (["--set", "data_sampling=\"bootstrap\""], "data_sampling='bootstrap': must be 'wor'"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "model=\"logistic_nobias\"", "--set", "personal=\"rows:0-63\""],
+     "personal='rows:0-63': leaves nothing shared"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "model=\"logistic_nobias\""], "data_sampling='wor': local_steps x batch_size = 50"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "noise_draw=\"group\""], "noise_draw='group': ms_pafl is local DP"),
 ]
 
 

@@ -84,6 +84,14 @@ class ExperimentConfig:
     personal: Optional[str] = None
     personal_steps: int = 5                   # fedrep: steps on the personal part first ...
     personal_epochs: Optional[int] = None     # ... or passes over the client's data
+    # MS-PAFL (paper 002): each upload's local budget eps_l and delta_l (Lemma 1), beta of the
+    # check-in bound (Theorem 2), delta~ of the strong composition (Theorem 4), and how a
+    # round's Qb examples are drawn: "wor" (Q disjoint batches) or "wr" (Qb uniform draws)
+    local_epsilon: Optional[float] = None
+    local_delta: float = 1e-4
+    checkin_beta: float = 0.25
+    composition_delta: float = 1e-4
+    data_sampling: str = "wor"
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
@@ -261,6 +269,18 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("personal_steps", cfg.personal_steps, "must be >= 1")
     if cfg.personal_epochs is not None and cfg.personal_epochs < 1:
         _fail("personal_epochs", cfg.personal_epochs, "must be >= 1")
+    if cfg.local_epsilon is not None and not cfg.local_epsilon > 0:
+        _fail("local_epsilon", cfg.local_epsilon, "must be positive")
+    for key in ("local_delta", "composition_delta"):
+        if not 0 < getattr(cfg, key) < 1:
+            _fail(key, getattr(cfg, key), "must be in (0, 1)")
+    if not cfg.checkin_beta > 0:
+        _fail("checkin_beta", cfg.checkin_beta, "must be positive")
+    if cfg.data_sampling not in ("wor", "wr"):
+        _fail("data_sampling", cfg.data_sampling, "must be 'wor' or 'wr'")
+    if cfg.data_sampling == "wr" and cfg.local_epochs is not None:
+        _fail("data_sampling", cfg.data_sampling, "'wr' draws local_steps x batch_size "
+              "examples; it does not go with local_epochs")
     for m in cfg.methods:                        # what each method cannot run with
         for key, value, why in METHODS[m].config_errors(cfg):
             _fail(key, value, why)

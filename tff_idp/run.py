@@ -80,11 +80,14 @@ def summary_rows(summaries, reference=None):
                 eps += " (not covered)"
             elif guarantee.get("trusted_server"):
                 eps += " (trusted server)"
+        elif priv.get("table_epsilon"):      # a method with its own accounting (MS-PAFL)
+            eps = priv["table_epsilon"]
         rows.append({
             "method": s["method"],
             "test_acc_%": f"{100 * s['final_test_accuracy']:.2f}",
             "rates_%": _fmt([100 * q for q in plan["rates"]]),
-            "sigma^2": _fmt(plan["noise_multipliers_sq"]) if priv.get("groups") else "-",
+            "sigma^2": _fmt(plan["noise_multipliers_sq"])
+            if priv.get("groups") or priv.get("table_epsilon") else "-",
             "Lambda": f"{plan['noise_magnitude']:.3g}" if "noise_magnitude" in plan else "-",
             "eps_spent/budget": eps,
             "s/round": f"{s['seconds_per_round_after_first']:.2f}",

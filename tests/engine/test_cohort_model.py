@@ -12,6 +12,7 @@ from tff_idp.engine.cohort_model import CohortModel
 K, B = 3, 4
 SMALL = {   # builder kwargs that keep each model small but its layer types intact
     "logistic": dict(input_dim=6, num_classes=3),
+    "logistic_nobias": dict(input_dim=6, num_classes=2),
     "digits_mlp": dict(input_dim=6, num_classes=3),
     "cnn2": dict(input_shape=(20, 20, 2), num_classes=3),
     "cnn3": dict(input_shape=(8, 8, 3), num_classes=3),

@@ -6,6 +6,7 @@ from tff_idp import models
 
 CASES = {  # name: (kwargs, input shape, output shape, parameters)
     "logistic": ({}, (2, 64), (2, 10), 650),
+    "logistic_nobias": ({}, (2, 14), (2, 2), 28),
     "digits_mlp": ({}, (2, 64), (2, 10), 2410),
     "cnn2": ({}, (2, 28, 28, 1), (2, 10), 582026),
     "cnn3": ({}, (2, 32, 32, 3), (2, 10), 620362),

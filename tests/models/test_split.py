@@ -62,3 +62,12 @@ def test_specs_the_model_does_not_have_are_refused(model, spec, why):
     net = models.build(model, input_dim=64, num_classes=10, input_shape=(32, 32, 3))
     with pytest.raises(ValueError, match=why):
         split_model(net, spec)
+
+
+def test_rows_half_is_the_first_half_of_the_input_rows():
+    """MS-PAFL's split on Adult's 14 features: rows 0-6 private, 7-13 public, no bias."""
+    model = models.build("logistic_nobias", input_dim=14, num_classes=2)
+    split = split_model(model, "rows:half")
+    assert len(split.masks) == 1
+    assert np.all(split.masks[0][:7] == 0) and np.all(split.masks[0][7:] == 1)
+    assert split.personal_count == split.shared_count == 14

@@ -261,8 +261,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         for g in range(m):
             kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
             kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
-            denom = tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
-                             tf.maximum(counts[g], 1.0))
+            denom = self._denominator(state, counts, g)
             means.append([tf.where(counts[g] > 0, t / denom, tf.zeros_like(t)) for t in kept])
         means = self._server_transform(means, extra_sum, counts)
         total = [tf.zeros_like(s[0]) for s in sums]
@@ -296,6 +295,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
     def _noise_share(self, groups, state, counts):
         """Per-client noise std [K]: s_m / sqrt(k_m), so group m's sum carries N(0, s_m^2)."""
         return tf.linalg.matvec(groups, state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
+
+    def _denominator(self, state, counts, g):
+        """Group g's divisor: its expected cohort r_m when private (Alg. 1 line 19), its
+        realised count otherwise."""
+        return tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
+                        tf.maximum(counts[g], 1.0))
 
     def client_extra(self, groups, seeds, slots, noised):
         """The sum over K clients of anything else they contribute (nothing here; PFA's

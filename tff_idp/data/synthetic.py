@@ -23,13 +23,15 @@ SHAPES = {
     "adult": ((14,), 2),
 }
 PREFIX = "synthetic:"
-TRAIN, TEST = 3000, 500          # examples of every stand-in
+TRAIN, TEST = 3000, 500          # examples of every stand-in but those sized like the real set
+SIZES = {"adult": (32561, 16281)}   # Adult's train / test rows (paper 002: N = 100 clients)
 
 
 def load_synthetic(name: str, seed: int = 0, train: int = TRAIN, test: int = TEST) -> ArrayData:
     """``synthetic:<real name>``: ``train`` + ``test`` examples shaped like the real set."""
     real = name[len(PREFIX):]
     shape, classes = SHAPES[real]
+    train, test = SIZES.get(real, (train, test))
     rng = np.random.default_rng([seed, 4242])
     note = f"synthetic stand-in for {real} (wiring check, not the paper's data)"
     y = rng.integers(0, classes, train + test).astype(np.int32)

@@ -137,7 +137,7 @@ def plan_all(cfg: ExperimentConfig):
     plans = {}
     for method in cfg.methods:
         plan = plan_method(cfg, method, setting)
-        if plan.private:
+        if plan.private and METHODS[method].checks_budgets:
             try:
                 new_ledger(cfg, groups, setting, plan).check_plan(
                     [plan.round_mechanisms()] * cfg.rounds)

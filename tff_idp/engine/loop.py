@@ -33,7 +33,6 @@ from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
-from ..privacy.threat_model import guarantee
 from ..sampling import sample_cohort
 from .backends import BACKENDS
 from .evaluation import PersonalEvaluation, client_test_sets, evaluate
@@ -109,6 +108,8 @@ def check_methods(exp: Experiment) -> None:
     model_fn = build_model_fn(exp)
     for method in exp.cfg.methods:
         client_program(exp, method, model_fn())
+        for key, value, why in METHODS[method].check_experiment(exp):
+            raise ConfigError(f"{key}={value!r}: {why}")
 
 
 # how client data is ordered (client_examples); part of every run fingerprint, so results
@@ -123,8 +124,9 @@ def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: i
     ``local_epochs``), in the order it uses them: permutations of its examples drawn from
     (seed, round, client) (and the phase index after the first), one after another, as many
     as the epochs ask (batched by the backend, the last batch may be short) or the first
-    ``steps * batch_size`` of enough of them (full batches only). Returned as arrays (x, y);
-    both backends batch these same arrays."""
+    ``steps * batch_size`` of enough of them (full batches only); with ``data_sampling =
+    "wr"``, ``steps * batch_size`` independent uniform draws from the same generator.
+    Returned as arrays (x, y); both backends batch these same arrays."""
     cfg = exp.cfg
     epochs = cfg.local_epochs if phase is None else phase.epochs
     steps = cfg.local_steps if phase is None else phase.steps
@@ -133,8 +135,11 @@ def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: i
     rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
                                 + ([index] if index else []))
     need = None if epochs else steps * cfg.batch_size
-    passes = epochs or -(-need // n)
-    order = idx[np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]]
+    if need is not None and cfg.data_sampling == "wr":     # Qb uniform draws (002 eq. 9)
+        order = idx[rng.integers(n, size=need)]
+    else:
+        passes = epochs or -(-need // n)
+        order = idx[np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]]
     x = exp.data.x_train[order].astype(input_dtype(exp.data).as_numpy_dtype)
     return x, exp.data.y_train[order]
 
@@ -207,6 +212,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     random stream is a function of (seed, round, client), not of history)."""
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
+    for key, value, why in plugin.check_experiment(exp):
+        raise ConfigError(f"{key}={value!r}: {why}")
     runner, program, w0 = make_runner(exp, method, backend)
     split = program.split
     model_fn = build_model_fn(exp)
@@ -297,9 +304,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
             "shared_parameters": split.shared_count, "store_bytes": store.nbytes,
             "evaluation": "each client's model (shared part + its personal part) on the test "
                           "examples of its training classes; mean over clients"}}),
-        "privacy": ({**ledger.summary(), "guarantee": guarantee(
-            cfg.sampling, cfg.noise_draw, plan.accounting_gap, plan.observed_groups)}
-            if plan.private else {"private": False}),
+        "privacy": plugin.privacy_summary(plan, cfg, ledger, exp),
     }
     if not split.trivial:
         summary["final_test_accuracy_std"] = rows[-1]["personal_test_accuracy_std"]

@@ -9,11 +9,12 @@ from .base import Method, Phase
 from .fedrep import DPFedRep, FedRep
 from .gdpfed import DPFedAvg, GDPFed, GDPFedOpc, GDPFedPlus, PFedAvg
 from .idp import IDPFedAvg, IDPSample, IDPScale
+from .mspafl import LDPFedAvg, MSPAFL
 from .pfa import PFA
 
 METHODS: Dict[str, Method] = {m.name: m for m in (
     PFedAvg(), DPFedAvg(), GDPFed(), GDPFedOpc(), GDPFedPlus(), IDPSample(), IDPScale(),
-    IDPFedAvg(), PFA(), FedRep(), DPFedRep())}
+    IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg())}
 
 
 def get(name: str) -> Method:

@@ -52,6 +52,7 @@ class Method:
     default_split: str = "none"    # the split when the config's ``personal`` is unset
     needs_personal: bool = False   # refuse personal = "none"
     adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
+    checks_budgets: bool = True    # the ledger checks the plan against every group's budget
 
     # --- config and privacy plan (pure Python) -------------------------------------------
 
@@ -92,6 +93,19 @@ class Method:
         """Top-level entries of the run summary this method adds (IDP-FedAvg: its
         clipped-count noise and which adaptive clipping ran)."""
         return {}
+
+    def check_experiment(self, exp) -> Iterator[Tuple[str, object, str]]:
+        """(key, value, why) for what the loaded data rules out (e.g. client sizes)."""
+        return iter(())
+
+    def privacy_summary(self, plan: MethodPlan, cfg, ledger, exp) -> Dict:
+        """The run summary's ``privacy`` block: the ledger's per-group epsilons and what
+        they are a guarantee of (``privacy.threat_model.guarantee``)."""
+        if not plan.private:
+            return {"private": False}
+        from ..privacy.threat_model import guarantee
+        return {**ledger.summary(), "guarantee": guarantee(
+            cfg.sampling, cfg.noise_draw, plan.accounting_gap, plan.observed_groups)}
 
     # --- the round's pieces (TF objects, built by the engine) -----------------------------
 

@@ -20,6 +20,15 @@ def logistic(input_dim: int = 64, num_classes: int = 10, **_):
     return tf.keras.Sequential([tf.keras.Input((input_dim,)), tf.keras.layers.Dense(num_classes)])
 
 
+def logistic_nobias(input_dim: int = 14, num_classes: int = 2, **_):
+    """Logistic regression without a bias (paper 002, eqs. 20-21, binary Adult: 2 logits of
+    W x, the same function class as ln(1 + exp(-y w.x))): input_dim * classes parameters
+    (28 for Adult)."""
+    tf = _tf()
+    return tf.keras.Sequential([tf.keras.Input((input_dim,)),
+                                tf.keras.layers.Dense(num_classes, use_bias=False)])
+
+
 def digits_mlp(input_dim: int = 64, num_classes: int = 10, **_):
     """64 -> 32 (ReLU) -> 10 logits: 2,410 parameters."""
     tf = _tf()
@@ -128,7 +137,7 @@ def resnet20(input_shape=(32, 32, 3), num_classes: int = 10, groups: int = 2, **
 
 
 MODELS: Dict[str, Callable] = {
-    "logistic": logistic, "digits_mlp": digits_mlp, "cnn2": cnn2, "cnn3": cnn3,
+    "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp, "cnn2": cnn2, "cnn3": cnn3,
     "simple_cnn": simple_cnn, "char_lstm": char_lstm, "resnet18": resnet18,
     "resnet20": resnet20,
 }

@@ -8,8 +8,9 @@ part):
 - ``"head"``: the last layer (a Dense layer: kernel and bias) personal, the body shared
   (FedRep, CENTAUR, DP-pFedDSU: a personal classifier on shared features);
 - ``"rows:A-B"``: rows A..B (inclusive) of the first layer's Dense kernel personal, i.e. the
-  weights of input features A..B (MS-PAFL's "first half private" on logistic regression);
-  that layer's bias and every other tensor stay shared;
+  weights of input features A..B; that layer's bias and every other tensor stay shared;
+  ``"rows:half"``: the first half of those rows (MS-PAFL's "first half of the parameters
+  private" on logistic regression without bias: features 0-6 of Adult's 14);
 - ``"layers:NAME,NAME"``: the named Keras layers personal (all their trainable tensors).
 
 :func:`split_model` turns a spec into a :class:`ParameterSplit`: one mask per trainable tensor,
@@ -25,11 +26,12 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 _ROWS = re.compile(r"^rows:(\d+)-(\d+)$")
+HALF = "rows:half"
 
 
 def check_spec(spec: str) -> Optional[str]:
     """Why ``spec`` is not a split spec (one line), or None. Needs no model."""
-    if spec in ("none", "head") or _ROWS.match(spec):
+    if spec in ("none", "head", HALF) or _ROWS.match(spec):
         if _ROWS.match(spec):
             a, b = map(int, _ROWS.match(spec).groups())
             if a > b:
@@ -37,7 +39,7 @@ def check_spec(spec: str) -> Optional[str]:
         return None
     if spec.startswith("layers:") and all(spec[len("layers:"):].split(",")):
         return None
-    return "must be 'none', 'head', 'rows:A-B' or 'layers:NAME,NAME'"
+    return "must be 'none', 'head', 'rows:A-B', 'rows:half' or 'layers:NAME,NAME'"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,11 +110,11 @@ def split_model(model, spec: str) -> ParameterSplit:
             masks[position[w.ref()]] = _mask(shapes[position[w.ref()]])
         head = True
     elif spec.startswith("rows:"):
-        a, b = map(int, _ROWS.match(spec).groups())
         first = layers[0] if layers else None
         if first is None or type(first).__name__ != "Dense":
             raise ValueError(f"personal={spec!r}: the model's first layer is not a Dense layer")
         i = position[first.kernel.ref()]
+        a, b = (0, shapes[i][0] // 2 - 1) if spec == HALF else map(int, _ROWS.match(spec).groups())
         if b >= shapes[i][0]:
             raise ValueError(f"personal={spec!r}: the first layer's kernel has {shapes[i][0]} "
                              "rows")

@@ -1,0 +1,195 @@
+"""MS-PAFL (paper 002, Li et al.: model splitting and random client participation) and its
+baseline, local-DP FedAvg without splitting or amplification.
+
+One round (002 Algorithm 1, as reconstructed in the project's notes):
+- check-in (eq. 10): each client joins with probability p (``expected_rate``), on its own;
+  the cohort size varies and may be 0 (the round then keeps the model);
+- local work (eq. 2b): Q = ``local_steps`` steps of plain SGD on *all* coordinates, batch b,
+  from (its own private part, the global public part); its Qb examples drawn without
+  (``data_sampling = "wor"``: Q disjoint batches) or with replacement (``"wr"``), eq. 9;
+- the private part (``personal``, default ``"rows:half"``: the first half of the input rows
+  of the first Dense kernel, the paper's "first half of the parameters") stays on the client,
+  never clipped, noised or sent;
+- upload (eqs. 11-12): the public part of the *model*, clipped to C in the norm of the public
+  part, plus the client's own N(0, sigma^2) with the full sigma of Lemma 1 (local DP):
+  sigma = 2C sqrt(2 ln(1.25 / delta_l)) / eps_l (s = 2C: a clipped model lies in a ball of
+  radius C; the paper never states its s);
+- server (eq. 13): the public part is *replaced* by sum / (nu |X^t|), nu = 1 - prod (1 - p_i)
+  (``aggregators.LocalGaussianFactory``); every client receives it (Alg. 1 line 20).
+
+``ldp_fedavg`` ("DP-FedAvg, which does not employ model splitting or any privacy
+amplification mechanism", 002's baseline): the same machinery with the whole model public and
+every client in every round (p = 1).
+
+Privacy (what the run summary reports, :meth:`MSPAFL.privacy_summary`): record-level, replace
+one record of one client's data; each client draws its noise. The paper's bounds
+(``tff_idp.privacy.mspafl``: Corollary 1 per round, Theorem 4 for the global model with its
+total delta, Theorem 3 per client) beside an RDP value of the same per-client mechanism
+(dp-accounting; without replacement only: no accountant supports with-replacement
+subsampling), with a flag where Theorem 3 is below the RDP value. The ledger's per-client
+epsilon is the client-level reading of the check-in (Poisson sampling of clients, z =
+sigma / C), for comparison; budgets are not checked against it.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from ..algorithms.plan import MethodPlan
+from ..privacy import mspafl
+from .base import Method
+
+
+class MSPAFL(Method):
+    name = "ms_pafl"
+    default_split = "rows:half"
+    needs_personal = True
+    checks_budgets = False           # record-level local DP: its own report, not the ledger's
+
+    def checkin_rate(self, cfg) -> float:
+        return cfg.expected_rate
+
+    def config_errors(self, cfg):
+        yield from super().config_errors(cfg)
+        if cfg.local_epsilon is None:
+            yield ("local_epsilon", cfg.local_epsilon, f"{self.name} needs eps_l, the local "
+                   "budget of each upload (Lemma 1)")
+        if cfg.noise_draw != "client":
+            yield ("noise_draw", cfg.noise_draw, f"{self.name} is local DP: each client draws "
+                   "its own noise; use 'client'")
+        if cfg.sampling != "poisson":
+            yield ("sampling", cfg.sampling, f"{self.name}'s clients check in on their own "
+                   "(Bernoulli p each); use 'poisson'")
+        if cfg.local_epochs is not None:
+            yield ("local_epochs", cfg.local_epochs, f"{self.name} takes Q = local_steps "
+                   "steps on Qb sampled examples (eq. 9)")
+        if cfg.client_optimizer != "sgd" or cfg.momentum != 0:
+            yield ("momentum" if cfg.momentum else "client_optimizer",
+                   cfg.momentum if cfg.momentum else cfg.client_optimizer,
+                   f"{self.name} uses plain SGD (eq. 2b)")
+        if cfg.server_lr != 1.0:
+            yield ("server_lr", cfg.server_lr, f"{self.name}'s server replaces the public "
+                   "part (eq. 13); there is no server learning rate")
+
+    def plan(self, cfg, setting) -> MethodPlan:
+        """Check-in rate p for every client, sigma of Lemma 1 on the clip C."""
+        sigma = mspafl.local_noise_std(cfg.local_epsilon, cfg.local_delta, cfg.clip)
+        p = self.checkin_rate(cfg)
+        m, n = len(setting.group_sizes), float(sum(setting.group_sizes))
+        return MethodPlan(self.name, True, [p] * m, [sigma / cfg.clip] * m, [0] * m,
+                          [cfg.clip], [sigma], [p * n], [1.0], [1.0])
+
+    def plan_summary(self, plan, setting):
+        return {"local_noise_std": plan.noise_stddevs[0]}
+
+    def aggregation_factory(self, plan, cfg, noise_seed):
+        from ..aggregators.local_gaussian import LocalGaussianFactory
+        nu = mspafl.checkin_normaliser(plan.rates[0], cfg.num_clients)
+        return LocalGaussianFactory(plan.clips[0], plan.noise_stddevs[0],
+                                    plan.expected_cohorts[0], nu)
+
+    @staticmethod
+    def client_output(start, final, masks):
+        """The public part of the trained model (002 eq. 11 clips it, eq. 12 noises it)."""
+        return [f if m is None else f * m for f, m in zip(final, masks)]
+
+    @staticmethod
+    def server_update(weights, aggregate, server_lr, masks):
+        """The public part replaced by the aggregate (002 eq. 13), the rest kept."""
+        return [u if m is None else w * (1.0 - m) + u
+                for w, u, m in zip(weights, aggregate, masks)]
+
+    def check_experiment(self, exp):
+        """Qb distinct examples must exist under WOR (eq. 9)."""
+        cfg = exp.cfg
+        if cfg.data_sampling == "wor":
+            need = cfg.local_steps * cfg.batch_size
+            smallest = min(len(i) for i in exp.client_indices)
+            if need > smallest:
+                yield ("data_sampling", cfg.data_sampling,
+                       f"local_steps x batch_size = {need} distinct examples per round, but a "
+                       f"client has only {smallest} (use 'wr' or smaller batches)")
+
+    def privacy_summary(self, plan, cfg, ledger, exp) -> dict:
+        """The paper's bounds and an RDP value of the same mechanism, per client and
+        overall (module docstring)."""
+        q_steps, b, mode = cfg.local_steps, cfg.batch_size, cfg.data_sampling
+        sizes = np.array([len(i) for i in exp.client_indices])
+        qs = np.array([mspafl.subsample_rate(int(s), q_steps, b, mode) for s in sizes])
+        p, sigma = plan.rates[0], plan.noise_stddevs[0]
+        eps_l, delta_l, n = cfg.local_epsilon, cfg.local_delta, cfg.num_clients
+        eps_round = mspafl.round_epsilon([p] * n, qs, eps_l, n, cfg.checkin_beta)
+        delta_round = mspafl.round_delta([p] * n, qs, delta_l, n, cfg.checkin_beta)
+        eps_global, delta_global = mspafl.global_epsilon(eps_round, delta_round, cfg.rounds,
+                                                         cfg.composition_delta)
+        theorem3 = np.array([mspafl.client_epsilon(q, eps_l, p, cfg.rounds, delta_l, cfg.clip)
+                             if q < 1 else np.inf for q in qs])
+        rdp_values = self._rdp(sizes, ledger.participation, sigma, cfg)
+        groups = ledger.summary()["groups"]
+        out = {
+            "local_epsilon": eps_l, "local_delta": delta_l, "local_noise_std": sigma,
+            "data_sampling": mode, "subsample_rate_mean": float(qs.mean()),
+            "round_epsilon_cor1": eps_round, "round_delta_cor1": delta_round,
+            "global_epsilon_thm4": eps_global, "global_delta_thm4": delta_global,
+            "client_epsilon_thm3_max": float(theorem3.max()),
+            "client_epsilon_thm3_mean": float(theorem3.mean()),
+            "client_level_checkin_epsilon": {
+                "epsilon": max(g["realised_epsilon"] for g in groups.values()),
+                "delta": ledger.delta,
+                "reading": "client level, for comparison: the check-in as Poisson sampling of "
+                           "clients (add/remove one client, z = sigma / C; the realised count "
+                           "of eq. 13 is not covered)"},
+            "table_epsilon": f"{eps_global:.3g} (Thm 4, delta {delta_global:.2g})",
+            "guarantee": {
+                "neighbouring_relation": "replace one record of one client's data",
+                "noise_drawn_by": "each client, the full sigma on its own upload (local DP, "
+                                  "002 eq. 12)",
+                "trusted_server": False,
+                "protects_against": "the server and everyone who sees an upload or the model",
+                "valid": True,
+                "bounds": "the paper's closed forms (Cor. 1, Thm. 4, Thm. 3), reported as "
+                          "printed; Theorem 3 is the paper's formula, not a guarantee",
+            },
+        }
+        if rdp_values is None:
+            out["client_epsilon_rdp"] = mspafl.WR_NO_ACCOUNTANT
+        else:
+            out["client_epsilon_rdp_max"] = float(np.max(rdp_values))
+            below = theorem3 < rdp_values
+            out["theorem3_below_rdp_clients"] = int(below.sum())
+            if below.any():
+                out["theorem3_below_rdp"] = (
+                    f"Theorem 3 is below the RDP value of the same mechanism for "
+                    f"{int(below.sum())} of {n} clients: it does not bound their loss")
+        return out
+
+    @staticmethod
+    def _rdp(sizes, participations, sigma, cfg):
+        """RDP epsilon per client over its realised participations (WOR only; None for
+        WR), computed once per distinct (size, participations)."""
+        if cfg.data_sampling == "wr":
+            return None
+        draws = cfg.local_steps * cfg.batch_size
+        cache = {}
+        out = []
+        for s, k in zip(sizes, participations):
+            key = (int(s), int(k))
+            if key not in cache:
+                cache[key] = mspafl.rdp_client_epsilon(sigma, cfg.clip, int(k), cfg.local_delta,
+                                                       "wor", num_examples=int(s),
+                                                       sample_size=draws)
+            out.append(cache[key])
+        return np.array(out)
+
+
+class LDPFedAvg(MSPAFL):
+    """002's baseline: MS-PAFL's machinery with the whole model public and p = 1."""
+    name = "ldp_fedavg"
+    default_split = "none"
+    needs_personal = False
+
+    def checkin_rate(self, cfg) -> float:
+        return 1.0
+
+
+__all__ = ["MSPAFL", "LDPFedAvg"]
