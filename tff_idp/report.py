@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .config import ConfigError
+from .harness import bounds as bounds_mod
 from .harness.table import TableSpec, Unit, expand, load_table, only_datasets
 from .harness.runner import unit_complete
 
@@ -61,8 +62,9 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         guarantee = s.get("privacy", {}).get("guarantee", {})
         if guarantee.get("valid") is False:
             c["not_covered"].add(guarantee.get("why_not_valid", "not covered by the ledger"))
+        metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
         with open(u.folder / "metrics.csv") as f:
-            c["curves"].append([100.0 * float(r["test_accuracy"]) if r.get("test_accuracy")
+            c["curves"].append([100.0 * float(r[metric]) if r.get(metric)
                                 not in (None, "", "nan") else math.nan
                                 for r in csv.DictReader(f)])
     return cells
@@ -99,6 +101,8 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict]):
     labels = spec.axis.labels if spec.axis is not None else [None]
 
     def cell(ds, col, method):
+        if method not in spec.methods_of(ds, col):     # a column that does not run it
+            return "-"
         c = cells.get((ds, col, method))
         mean, std = _mean_std(c["acc"]) if c else (None, None)
         paper = spec.reference_value(ds, method, col)
@@ -191,6 +195,29 @@ def rates_sweep(spec: TableSpec):
     return out
 
 
+def bounds_caption(spec: TableSpec) -> str:
+    """The settings a bounds figure rests on, from its config."""
+    values = {**bounds_mod.DEFAULTS, **spec.base}
+    keys = [k for k in bounds_mod.KEYS if k not in (spec.bounds.x, spec.bounds.curves)]
+    return ("Settings: " + ", ".join(f"{k}={values[k]}" for k in keys if k in values) +
+            f", examples per client={spec.bounds.examples_per_client}.")
+
+
+def bounds_table(b, rows) -> str:
+    """Points as a markdown table: one row per curve, one column per x value."""
+    curves = list(dict.fromkeys(r["curve"] for r in rows))
+    head = ["curve"] + [f"{b.x}={x}" for x in b.x_values]
+    body = [[c] + ["-" if r[b.quantity] is None else f"{r[b.quantity]:.4g}"
+                   for r in rows if r["curve"] == c] for c in curves]
+    text = _markdown(head, body)
+    if any("total_delta" in r for r in rows):   # Theorem 4's delta is not the paper's 1e-4
+        body = [[c] + [f"{r['total_delta']:.3g}" for r in rows if r["curve"] == c]
+                for c in curves]
+        text += "\n\nTotal delta of each point (T delta_c + delta~, Theorem 4):\n\n" + \
+            _markdown(head, body)
+    return text
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -205,16 +232,17 @@ def plot_convergence(spec: TableSpec, cells, path: Path) -> Optional[Path]:
     fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.4),
                              squeeze=False)
     drawn = False
+    columns = spec.axis.labels if spec.axis else [None]
     for ax, ds in zip(axes[0], datasets):
-        for m in spec.methods:
-            c = cells.get((ds, None, m)) or cells.get(
-                (ds, spec.axis.labels[0] if spec.axis else None, m))
+        for col, m in ((col, m) for col in columns for m in spec.methods_of(ds, col)):
+            c = cells.get((ds, col, m))
             if not c or not c["curves"]:
                 continue
             curves = np.asarray(c["curves"], float)
             mean = np.nanmean(curves, axis=0)
             x = np.arange(1, len(mean) + 1)
-            ax.plot(x, mean, label=m, marker="o" if len(x) < 12 else None)
+            ax.plot(x, mean, label=m if col is None else f"{m}, {col}",
+                    marker="o" if len(x) < 12 else None)
             if len(curves) > 1:
                 sd = np.nanstd(curves, axis=0)
                 ax.fill_between(x, mean - sd, mean + sd, alpha=0.2)
@@ -320,6 +348,17 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
         md += ["", "Computed at the paper's settings (no training; `--scale` does not apply). "
                "Each cell: our sigma_m^2 per group / Lambda, then the paper's printed numbers.",
                "", text]
+    elif spec.kind == "bounds":
+        rows_csv = []
+        md += ["", "Computed from the paper's closed forms (no training; `--scale` does not "
+               "apply). Every value not in the paper is in the config file.", ""]
+        for ds in spec.datasets:
+            rows = bounds_mod.compute(spec.bounds, spec.cell_values(ds, None))
+            caption = f"{spec.source}. " + bounds_caption(spec)
+            paths = bounds_mod.write(spec.bounds, rows, out / ds, spec.title, caption)
+            figures.append(str(paths[1].relative_to(out)))
+            rows_csv += [{"dataset": ds, **r} for r in rows]
+            md += [f"### {ds}", "", bounds_table(spec.bounds, rows), ""]
     else:
         sweep = rates_sweep(spec)
         rows_csv = []
@@ -332,8 +371,9 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
                 rows_csv.append({"dataset": ds, "epsilon_1": e,
                                  **{f"q{g + 1}_%": round(100 * q, 4) for g, q in enumerate(r)}})
         figures.append(plot_rates(spec, sweep, out / "rates.png"))
-    for f in figures:
-        md += ["", f"![{f.stem}]({f.name})"]
+    for f in figures:             # a figure's path relative to the report
+        f = Path(f)
+        md += ["", f"![{f.stem}]({f.relative_to(out) if f.is_relative_to(out) else f})"]
     (out / "report.md").write_text("\n".join(md) + "\n")
     buf = io.StringIO()
     if rows_csv:

@@ -7,7 +7,8 @@ A table file is TOML with a ``[table]`` section::
     title = "..."                     # the paper's caption
     source = "GDPFed (000) Table II"
     kind = "train"                    # "train" (runs), "noise" (sigma^2 and Lambda, no
-                                      # training) or "rates" (Problem-1 rates, no training)
+                                      # training), "rates" (Problem-1 rates, no training) or
+                                      # "bounds" (MS-PAFL's closed forms, harness.bounds)
     layout = "method x dataset"       # rows x columns of the rendered table, one of LAYOUTS
     methods = ["p_fedavg", ...]
     seeds = 3                         # seeds 0 .. seeds-1
@@ -40,7 +41,7 @@ from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
            "dataset/method x value")
-KINDS = ("train", "noise", "rates")
+KINDS = ("train", "noise", "rates", "bounds")
 TABLE_KEYS = {"name", "title", "source", "kind", "layout", "methods", "seeds", "figures",
               "notes", "rates_sweep"}
 OFFLINE = {"digits", "adult-standin"}
@@ -172,6 +173,7 @@ class TableSpec:
     reference: dict
     notes: str = ""
     rates_sweep: Optional[dict] = None
+    bounds: Optional[object] = None       # kind "bounds": harness.bounds.BoundsSpec
 
     def cell_values(self, dataset: str, column: Optional[int]) -> dict:
         v = dict(self.base)
@@ -235,10 +237,10 @@ def is_table(path: str) -> bool:
 def load_table(path: str) -> TableSpec:
     p = Path(path)
     raw = read_toml(path)
-    unknown = set(raw) - {"table", "base", "datasets", "axis", "reference"}
+    unknown = set(raw) - {"table", "base", "datasets", "axis", "reference", "bounds"}
     if unknown:
         _fail(sorted(unknown)[0], "...", "unknown section; a table has [table], [base], "
-              "[datasets.X], [axis], [reference.X]")
+              "[datasets.X], [axis], [reference.X], [bounds]")
     t = raw["table"]
     for k in t:
         if k not in TABLE_KEYS:
@@ -296,6 +298,11 @@ def load_table(path: str) -> TableSpec:
                      raw.get("reference", {}), t.get("notes", ""), t.get("rates_sweep"))
     if "axis" in spec.layout and axis is None:
         _fail("table.layout", spec.layout, "needs an [axis]")
+    if (spec.kind == "bounds") != ("bounds" in raw):
+        _fail("bounds", spec.kind, "a [bounds] section goes with kind = 'bounds' and only")
+    if spec.kind == "bounds":
+        from .bounds import parse
+        spec = dataclasses.replace(spec, bounds=parse(raw["bounds"]))
     return spec
 
 
