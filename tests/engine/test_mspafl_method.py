@@ -10,6 +10,8 @@ from tff_idp.engine.experiment import prepare
 from tff_idp.methods import METHODS
 from tff_idp.privacy import mspafl
 
+from .helpers import capture
+
 TOL = 1e-5
 
 
@@ -23,19 +25,7 @@ def _experiment(method, extra=()):
 
 def _run(exp, method, backend, monkeypatch, on_round=None):
     seen = {}
-
-    class Runner(loop.BACKENDS[backend]):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            seen["runner"] = self
-
-    class Store(loop.PersonalStore):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            seen["store"] = self
-
-    monkeypatch.setitem(loop.BACKENDS, backend, Runner)
-    monkeypatch.setattr(loop, "PersonalStore", Store)
+    capture(monkeypatch, backend, seen)
     rows, summary, _ = loop.run_method(exp, method, progress=False, backend=backend,
                                        on_round=on_round and (lambda r: on_round(seen, r)))
     return seen, rows, summary

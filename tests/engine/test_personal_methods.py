@@ -17,6 +17,8 @@ from tff_idp import config, methods
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
 
+from .helpers import capture
+
 TOL = 1e-5
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,29 +32,10 @@ def _experiment(method, extra=()):
     return prepare(cfg)
 
 
-def _capture(monkeypatch, backend, seen):
-    """Keep the run's backend runner and personal store in ``seen`` (and the store's initial
-    rows)."""
-
-    class Runner(loop.BACKENDS[backend]):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            seen["runner"] = self
-
-    class Store(loop.PersonalStore):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            seen["store"] = self
-            seen["initial"] = self.snapshot()
-
-    monkeypatch.setitem(loop.BACKENDS, backend, Runner)
-    monkeypatch.setattr(loop, "PersonalStore", Store)
-
-
 def _run(exp, method, backend, monkeypatch):
     """(runner and store, ledger, rows, summary) of one run."""
     seen = {}
-    _capture(monkeypatch, backend, seen)
+    capture(monkeypatch, backend, seen)
     rows, summary, ledger = loop.run_method(exp, method, progress=False, backend=backend)
     return seen, ledger, rows, summary
 
@@ -107,7 +90,7 @@ def test_the_tff_backend_returns_personal_parts_in_cohort_order():
 def test_an_empty_cohort_leaves_model_and_heads_as_they_are(monkeypatch):
     exp = _experiment("fedrep", ["expected_rate=0.02", "rounds=6"])
     seen, after = {}, []
-    _capture(monkeypatch, "fast", seen)
+    capture(monkeypatch, "fast", seen)
     rows, _, _ = loop.run_method(
         exp, "fedrep", progress=False, backend="fast",
         on_round=lambda row: after.append(seen["runner"].weights + seen["store"].snapshot()))
