@@ -51,6 +51,11 @@ BAD = [
     (["--set", "methods=[\"dp_fedrep\"]", "--set", "model=\"digits_mlp\"", "--set",
       "personal=\"layers:dense_9\""], "personal='layers:dense_9': the model has no layer"),
     (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
+    # refused after the data loads, but before a partition is cached
+    (["--set", "num_clients=1"], "a group has no client among num_clients=1"),
+    # rates only mean something to the methods that take them
+    (["--set", "methods=[\"gdpfed\"]", "--set", "rates=[0.1, 0.1, 0.1]"],
+     "rates=[0.1, 0.1, 0.1]: method 'gdpfed' does not take per-group rates"),
     # MS-PAFL (paper 002)
     (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
     (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),
@@ -76,6 +81,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
     assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+    assert not (tmp_path / "datasets").exists()      # no partition cached either
 
 
 def test_help_documents_the_config_keys(tmp_path):

@@ -43,6 +43,9 @@ def parse_args(argv):
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--force", action="store_true",
+                   help="retrain methods whose results folder is already complete with the "
+                   "same config (skipped otherwise)")
     p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"],
                    help="override the config's device (fast backend)")
@@ -112,7 +115,7 @@ def main(argv=None) -> int:
                  if v is not None]
         cfg = config_mod.load(args.config, args.overrides + extra)
         from .engine.experiment import prepare
-        exp = prepare(cfg)
+        exp = prepare(cfg, persist=False)  # the partition is stored after every check
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -124,6 +127,8 @@ def main(argv=None) -> int:
         import tensorflow as tf
         from .engine.loop import check_methods
         check_methods(exp)                  # e.g. a split the model has not: before any write
+        if exp.save_partition is not None:
+            exp.save_partition()
         with tf.device(device):
             return _train_all(exp, args)
     except (ConfigError, UnsupportedByBackend) as e:
@@ -173,7 +178,7 @@ def _device(choice: str):
 
 
 def _train_all(exp, args) -> int:
-    from .engine.persist import train_to_folder
+    from .engine.persist import complete_run, train_to_folder
     from .results import format_table, write_csv
     cfg = exp.cfg
     out_root = Path(cfg.output_dir) / cfg.name
@@ -181,6 +186,12 @@ def _train_all(exp, args) -> int:
     started = time.perf_counter()
     for method in cfg.methods:
         folder = out_root / f"{method}-seed{cfg.seed}"
+        done = None if args.force else complete_run(folder, cfg, method)
+        if done is not None:
+            print(f"{method}: already complete with this config in {folder}; skipped "
+                  "(--force retrains)", file=sys.stderr)
+            summaries.append(done)
+            continue
         summary = train_to_folder(exp, method, folder, progress=not args.quiet)
         summaries.append(summary)
         print(f"{method}: test accuracy {100 * summary['final_test_accuracy']:.2f}% "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -26,6 +26,8 @@ class Experiment:
     client_groups: np.ndarray            # privacy group per client
     setting: PrivacySetting
     plans: Dict[str, MethodPlan]
+    # stores a newly built partition (prepare(persist=False): after every check has passed)
+    save_partition: Optional[Callable[[], object]] = None
 
     @property
     def group_members(self) -> List[np.ndarray]:
@@ -57,18 +59,22 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
 PARTITION_VERSION = 1   # bump when a partitioner changes: stored partitions are keyed by it
 
 
-def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray]:
+def partition_clients(cfg: ExperimentConfig, data: ArrayData, persist: bool = True):
     """Training-example ids per client, by ``cfg.partition`` (tff_idp.data.partition), built
-    once per (data set, partition, parameter, clients, seed) in the data store."""
+    once per (data set, partition, parameter, clients, seed) in the data store. With
+    ``persist=False``: (ids, save), ``save`` storing a new partition later (or None)."""
     n, y = cfg.num_clients, data.y_train
     if cfg.partition == "natural":
         own = data.clients
         if n > len(own):
             raise ConfigError(f"num_clients={n}: {cfg.dataset} has {len(own)} clients")
         if n == len(own):
-            return list(own)
-        chosen = np.sort(np.random.default_rng(cfg.seed).choice(len(own), n, replace=False))
-        return [own[i] for i in chosen]
+            parts = list(own)
+        else:
+            chosen = np.sort(np.random.default_rng(cfg.seed).choice(len(own), n,
+                                                                    replace=False))
+            parts = [own[i] for i in chosen]
+        return parts if persist else (parts, None)
 
     def build():
         if cfg.partition == "iid":
@@ -84,7 +90,7 @@ def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray
     key = dict(partition=cfg.partition, param=cfg.partition_param, clients=n, seed=cfg.seed,
                examples=len(y), v=PARTITION_VERSION)
     try:
-        return DataStore(cfg.data_root).partition(cfg.dataset, key, build)
+        return DataStore(cfg.data_root).partition(cfg.dataset, key, build, persist)
     except ValueError as e:
         raise ConfigError(f"partition={cfg.partition!r}: {e}") from e
 
@@ -106,8 +112,10 @@ def _load(name, seed, data_dir, allow_download, root) -> ArrayData:
     return load(name, seed, data_dir, allow_download, root)
 
 
-def prepare(cfg: ExperimentConfig) -> Experiment:
-    """Load data, partition, plan every method and check every plan against the budgets."""
+def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
+    """Load data, plan every method and check every plan against the budgets, partition.
+    ``persist=False``: a newly built partition is stored only when the caller runs
+    ``exp.save_partition()`` (after its own checks: a refused config writes nothing)."""
     try:
         data = _load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
     except DataUnavailableError as e:
@@ -116,9 +124,11 @@ def prepare(cfg: ExperimentConfig) -> Experiment:
     if cfg.num_clients > len(data.y_train):
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
-    indices = partition_clients(cfg, data)
-    groups, setting, plans = plan_all(cfg)
-    return Experiment(cfg, data, indices, groups, setting, plans)
+    groups, setting, plans = plan_all(cfg)     # every refusal before the first write
+    if persist:
+        return Experiment(cfg, data, partition_clients(cfg, data), groups, setting, plans)
+    indices, save = partition_clients(cfg, data, persist=False)
+    return Experiment(cfg, data, indices, groups, setting, plans, save)
 
 
 def plan_all(cfg: ExperimentConfig):

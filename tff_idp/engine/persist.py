@@ -7,12 +7,38 @@ run restarted with the same config resumes from the ``.partial`` folder's checkp
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 from pathlib import Path
+from typing import Optional
 
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
 from .loop import CHECKPOINT, run_fingerprint, run_method
+
+
+def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
+    """The summary of a finished run of ``method`` under ``cfg`` in ``folder``, or None when
+    there is none to trust: every file must parse, the config's fingerprint must be this
+    run's, and metrics.csv must hold ``cfg.rounds`` rows (a truncated or foreign file means
+    the run is done again)."""
+    folder = Path(folder)
+    try:
+        made = json.loads((folder / "config.json").read_text())
+        summary = json.loads((folder / "summary.json").read_text())
+        with open(folder / "metrics.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        with open(folder / "ledger.csv", newline="") as f:
+            list(csv.reader(f))
+        float(summary["final_test_accuracy"])
+    except (OSError, ValueError, KeyError, TypeError, csv.Error):
+        return None
+    if not isinstance(made, dict) or made.get("fingerprint") != run_fingerprint(cfg, method):
+        return None
+    if len(rows) != cfg.rounds or any(None in r.values() for r in rows):
+        return None
+    return summary
 
 
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True) -> dict:

@@ -47,17 +47,13 @@ def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[s
 
 
 def unit_complete(unit: Unit) -> bool:
-    """Its folder is complete and was made with this unit's config (a folder left by an
-    earlier, different definition of the cell, e.g. another scale setting, is stale)."""
+    """Its folder is complete, every file parses, metrics.csv has every round, and it was
+    made with this unit's config (a folder left by an earlier, different definition of the
+    cell, e.g. another scale setting, is stale; ``engine.persist.complete_run``)."""
     if not is_complete(unit.folder):
         return False
-    import json
-    from ..engine.loop import run_fingerprint
-    try:
-        made = json.loads((unit.folder / "config.json").read_text()).get("fingerprint")
-    except (OSError, ValueError):
-        return False
-    return made == run_fingerprint(unit.cfg, unit.method)
+    from ..engine.persist import complete_run
+    return complete_run(unit.folder, unit.cfg, unit.method) is not None
 
 
 def pending(units: List[Unit]) -> List[Unit]:

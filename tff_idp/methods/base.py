@@ -53,6 +53,7 @@ class Method:
     needs_personal: bool = False   # refuse personal = "none"
     adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
     checks_budgets: bool = True    # the ledger checks the plan against every group's budget
+    uses_rates: bool = False       # takes the config's per-group ``rates`` (GDPFed-opc/+)
 
     # --- config and privacy plan (pure Python) -------------------------------------------
 
@@ -62,6 +63,9 @@ class Method:
         split = self.split_spec(cfg)
         if self.needs_personal and split == "none":
             yield "personal", cfg.personal, f"{self.name} keeps a personal part; name one"
+        if cfg.rates is not None and not self.uses_rates:
+            yield ("rates", cfg.rates, f"method {self.name!r} does not take per-group rates "
+                   "(only gdpfed_opc and gdpfed_plus do); remove it or run those alone")
         if split != "none" and cfg.adaptive_clipping == "tff" and self.adaptive_clip:
             yield ("adaptive_clipping", cfg.adaptive_clipping, "TFF's own factory sees the "
                    "whole model; with a personal part use 'ours'")

@@ -61,6 +61,7 @@ class GDPFed(Method):
 class GDPFedOpc(GDPFed):
     name = "gdpfed_opc"
     planner = staticmethod(plans.plan_gdpfed_opc)
+    uses_rates = True
 
     def plan_kwargs(self, cfg):
         kwargs = super().plan_kwargs(cfg)

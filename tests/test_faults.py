@@ -1,0 +1,71 @@
+"""Faults a user meets: broken results files are not trusted, a finished run is not redone
+unless asked (issue 16, items 8 and 9)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tff_idp import config
+from tff_idp.engine.experiment import prepare
+from tff_idp.engine.persist import complete_run, train_to_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    cfg = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30"])
+    folder = tmp_path_factory.mktemp("runs") / "p_fedavg-seed0"
+    train_to_folder(prepare(cfg), "p_fedavg", folder, progress=False)
+    return cfg, folder
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        (dst / f.name).write_bytes(f.read_bytes())
+    return dst
+
+
+def test_a_finished_run_is_complete(finished):
+    cfg, folder = finished
+    assert complete_run(folder, cfg, "p_fedavg")["method"] == "p_fedavg"
+    other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30", "seed=1"])
+    assert complete_run(folder, other, "p_fedavg") is None          # another config's
+
+
+@pytest.mark.parametrize("name,damage", [
+    ("summary.json", lambda t: t[:len(t) // 2]),                      # truncated
+    ("summary.json", lambda t: ""),                                   # empty
+    ("config.json", lambda t: "[1, 2]"),                              # foreign
+    ("metrics.csv", lambda t: "\n".join(t.splitlines()[:-1]) + "\n"),  # a round missing
+    ("metrics.csv", lambda t: t[:len(t) - 40]),                       # cut mid-row
+])
+def test_a_broken_file_makes_the_run_incomplete(finished, tmp_path, name, damage):
+    cfg, folder = finished
+    copy = _copy(folder, tmp_path / "p_fedavg-seed0")
+    (copy / name).write_text(damage((copy / name).read_text()))
+    assert complete_run(copy, cfg, "p_fedavg") is None
+
+
+def _run(args, cwd):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "tff_idp.run", "--quiet", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_rerun_skips_finished_methods_and_force_retrains(tmp_path):
+    args = ["--set", 'methods=["p_fedavg"]', "--set", "rounds=2", "--set", "num_clients=30",
+            "--set", 'output_dir="out"']
+    first = _run(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    metrics = tmp_path / "out" / "digits-default" / "p_fedavg-seed0" / "metrics.csv"
+    stamp = metrics.stat().st_mtime_ns
+    again = _run(args, tmp_path)
+    assert again.returncode == 0 and "skipped (--force retrains)" in again.stderr
+    assert metrics.stat().st_mtime_ns == stamp and "p_fedavg" in again.stdout
+    forced = _run(args + ["--force"], tmp_path)
+    assert forced.returncode == 0 and "skipped" not in forced.stderr
+    assert metrics.stat().st_mtime_ns != stamp
