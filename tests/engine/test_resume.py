@@ -37,7 +37,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     subprocess.run(_cmd(whole, method, extra), cwd=ROOT, env=env, check=True, capture_output=True,
                    timeout=300)
-    ckpt = killed / "resume" / f"{method}-seed0.partial" / "checkpoint.pkl"
+    ckpt = killed / "resume" / f"{method}-seed0.partial" / "checkpoint.npz"
     proc = subprocess.Popen(_cmd(killed, method, extra), cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -57,17 +57,79 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     assert _metrics(killed, method) == _metrics(whole, method)
     if method == "dp_fedrep":
         assert "personal_test_accuracy" in _metrics(whole, method)[-1]
-    assert not (killed / "resume" / f"{method}-seed0" / "checkpoint.pkl").exists()
+    assert not (killed / "resume" / f"{method}-seed0" / "checkpoint.npz").exists()
 
 
-def test_a_checkpoint_of_another_config_is_not_resumed(tmp_path):
+def _checkpoint(tmp_path, cfg_overrides=()):
+    """A real checkpoint after 2 of 3 rounds of p_fedavg, in tmp_path/partial."""
     from tff_idp import config
     from tff_idp.engine.experiment import prepare
-    from tff_idp.engine.loop import load_checkpoint, run_fingerprint, save_checkpoint
-    a = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3"]))
-    b = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3", "clip=2.0"]))
-    save_checkpoint(tmp_path, {"fingerprint": run_fingerprint(a.cfg, "p_fedavg"), "rounds_done": 1})
-    assert load_checkpoint(tmp_path, run_fingerprint(a.cfg, "p_fedavg"))["rounds_done"] == 1
-    assert load_checkpoint(tmp_path, run_fingerprint(b.cfg, "p_fedavg")) is None
-    c = prepare(config.load(None, ["methods=[\"p_fedavg\"]", "rounds=3", "output_dir=\"x\""]))
-    assert run_fingerprint(c.cfg, "p_fedavg") == run_fingerprint(a.cfg, "p_fedavg")
+    from tff_idp.engine.loop import run_method
+    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+                                     "checkpoint_every=2", 'backend="fast"',
+                                     *cfg_overrides]))
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    rows, _, _ = run_method(exp, "p_fedavg", progress=False, checkpoint_dir=folder)
+    return exp, folder, rows
+
+
+def test_a_checkpoint_of_another_config_is_set_aside(tmp_path, capfd):
+    from tff_idp import config
+    from tff_idp.engine.loop import load_checkpoint, run_fingerprint
+    exp, folder, _ = _checkpoint(tmp_path)
+    assert load_checkpoint(folder, run_fingerprint(exp.cfg, "p_fedavg"))["rounds_done"] == 2
+    other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+                               "clip=2.0"])
+    assert load_checkpoint(folder, run_fingerprint(other, "p_fedavg")) is None
+    assert "checkpoint at round 2 was made with another config: starting over" in \
+        capfd.readouterr().err
+    assert (folder / "checkpoint.npz.bad").is_file() and not (folder / "checkpoint.npz").exists()
+    c = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "output_dir=\"x\""])
+    d = config.load(None, ['methods=["p_fedavg"]', "rounds=3"])
+    assert run_fingerprint(c, "p_fedavg") == run_fingerprint(d, "p_fedavg")
+
+
+@pytest.mark.parametrize("damage,line", [
+    (lambda b: b[: len(b) // 2], "checkpoint unreadable"),                 # truncated
+    (lambda b: b"", "checkpoint unreadable"),                             # empty
+    (lambda b: b"\x80\x04K\x01." + b[5:], "checkpoint unreadable"),      # foreign
+])
+def test_a_broken_checkpoint_is_set_aside_and_the_run_starts_over(tmp_path, capfd, damage,
+                                                                   line):
+    from tff_idp.engine.loop import run_method
+    exp, folder, rows = _checkpoint(tmp_path)
+    path = folder / "checkpoint.npz"
+    path.write_bytes(damage(path.read_bytes()))
+    again, summary, _ = run_method(exp, "p_fedavg", progress=False, checkpoint_dir=folder)
+    assert line in capfd.readouterr().err
+    assert summary["resumed_from_round"] is None
+    assert [r["test_accuracy"] for r in again] == [r["test_accuracy"] for r in rows]
+
+
+def test_a_flipped_bit_fails_the_checksum(tmp_path, capfd):
+    """One changed value inside an intact npz (here a client's participation count) is not
+    used: the checksum fails and the run starts over."""
+    import numpy as np
+    from tff_idp.engine.loop import load_checkpoint, run_fingerprint
+    exp, folder, _ = _checkpoint(tmp_path)
+    path = folder / "checkpoint.npz"
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["participation"][3] += 16711680
+    np.savez(path, **arrays)
+    assert load_checkpoint(folder, run_fingerprint(exp.cfg, "p_fedavg")) is None
+    assert "checkpoint at round 2 fails its checksum: starting over" in capfd.readouterr().err
+
+
+def test_an_old_pickle_checkpoint_is_never_unpickled(tmp_path, capfd):
+    import pickle
+    from tff_idp.engine.loop import load_checkpoint
+
+    class Boom:
+        def __reduce__(self):
+            return (exec, ("raise SystemExit('unpickled')",))
+
+    (tmp_path / "checkpoint.pkl").write_bytes(pickle.dumps(Boom()))
+    assert load_checkpoint(tmp_path, "any") is None
+    assert "old-format checkpoint (pickle) is not read" in capfd.readouterr().err

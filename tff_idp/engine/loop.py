@@ -17,8 +17,7 @@ import collections
 import dataclasses
 import hashlib
 import json
-import os
-import pickle
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -33,8 +32,10 @@ from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
+from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS
+from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluation import PersonalEvaluation, client_test_sets, evaluate
 from .experiment import Experiment, plan_summary
 from .personal_state import PersonalStore
@@ -150,9 +151,6 @@ def method_key(method: str) -> int:
     return zlib.crc32(method.encode())
 
 
-CHECKPOINT = "checkpoint.pkl"
-
-
 def plan_version(cfg, method: str) -> int:
     """The method's plan version (``Method.plan_version``): results and checkpoints made
     with an older plan count as stale."""
@@ -176,23 +174,6 @@ def run_fingerprint(cfg, method: str) -> str:
         keys["plan_version"] = version
     return hashlib.sha256(json.dumps([method, keys, DATA_ORDER_VERSION], sort_keys=True,
                                      default=str).encode()).hexdigest()[:16]
-
-
-def save_checkpoint(folder: Path, payload: dict) -> None:
-    """Pickle written to a temporary name and moved into place (a kill mid-write leaves the
-    previous checkpoint intact)."""
-    tmp = folder / (CHECKPOINT + ".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, folder / CHECKPOINT)
-
-
-def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
-    if folder is None or not (Path(folder) / CHECKPOINT).is_file():
-        return None
-    with open(Path(folder) / CHECKPOINT, "rb") as f:
-        payload = pickle.load(f)
-    return payload if payload.get("fingerprint") == fingerprint else None
 
 
 def run_method(exp: Experiment, method: str, progress: bool = True,
@@ -219,24 +200,39 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     model_fn = build_model_fn(exp)
     evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
     store = PersonalStore(w0, split, cfg.num_clients)
-    test_x, test_y = exp.data.x_test, exp.data.y_test
     personal_eval = None if split.trivial else PersonalEvaluation(
-        evaluator, split, test_x, test_y,
-        client_test_sets(exp.data.y_train, exp.client_indices, test_y))
+        evaluator, split, exp.data.x_test, exp.data.y_test,
+        client_test_sets(exp.data.y_train, exp.client_indices, exp.data.y_test))
     rng = np.random.default_rng([cfg.seed, method_key(method)])
-    members = exp.group_members
-    m_agg = plan.num_aggregation_groups
     ledger = exp.new_ledger(plan)
     rows, start = [], 0
     fingerprint = run_fingerprint(exp.cfg, method)
     resumed = load_checkpoint(checkpoint_dir, fingerprint)
     if resumed is not None:
         runner.restore(resumed["backend"])
-        store.restore(resumed.get("personal", []))
+        store.restore(resumed["personal"])
         rng.bit_generator.state = resumed["rng"]
-        ledger, rows, start = resumed["ledger"], resumed["rows"], resumed["rounds_done"]
+        ledger.participation = np.asarray(resumed["participation"], dtype=int)
+        ledger.history = [[tuple(g) for g in r] for r in resumed["history"]]
+        rows, start = resumed["rows"], resumed["rounds_done"]
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
                disable=not progress, leave=False, initial=start, total=cfg.rounds)
+    with StopRequests() as stop:
+        rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
+                       rows, fingerprint, checkpoint_dir, on_round, stop)
+    bar.close()
+    return rows, _summary(exp, method, runner, rows, start, split, store, ledger,
+                          personal_eval), ledger
+
+
+def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
+            fingerprint, checkpoint_dir, on_round, stop):
+    """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
+    the current round with a checkpoint and one line."""
+    cfg, plan = exp.cfg, exp.plans[method]
+    members, m_agg = exp.group_members, plan.num_aggregation_groups
+    test_x, test_y = exp.data.x_test, exp.data.y_test
+    program = runner.program
     for rnd in bar:
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
@@ -274,15 +270,27 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
                 bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
         rows.append(row)
         every = cfg.checkpoint_every
-        if checkpoint_dir is not None and every and (rnd + 1) % every == 0 \
-                and rnd + 1 < cfg.rounds:
-            save_checkpoint(Path(checkpoint_dir), {
-                "fingerprint": fingerprint, "rounds_done": rnd + 1,
-                "backend": runner.snapshot(), "personal": store.snapshot(),
-                "rng": rng.bit_generator.state, "ledger": ledger, "rows": rows})
+        due = every and (rnd + 1) % every == 0
+        if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
+            save_checkpoint(Path(checkpoint_dir), fingerprint, rnd + 1, runner.snapshot(),
+                            store.snapshot(), rng.bit_generator.state, ledger.participation,
+                            ledger.history, rows)
         if on_round is not None:
             on_round(row)
-    bar.close()
+        if stop.signum is not None and rnd + 1 < cfg.rounds:
+            bar.close()
+            where = ("resume from the checkpoint of round "
+                     f"{rnd + 1} by running the same command" if checkpoint_dir is not None
+                     else "no checkpoint (no results folder)")
+            print(f"{method}: stopped at round {rnd + 1} of {cfg.rounds}; {where}",
+                  file=sys.stderr)
+            raise SystemExit(stop.exit_status)
+    return rows
+
+
+def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval) -> dict:
+    cfg, plan = exp.cfg, exp.plans[method]
+    plugin = METHODS[method]
     secs = [r["seconds"] for r in rows]
     headline = "test_accuracy" if personal_eval is None else "personal_test_accuracy"
     summary = {
@@ -308,4 +316,4 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     }
     if not split.trivial:
         summary["final_test_accuracy_std"] = rows[-1]["personal_test_accuracy_std"]
-    return rows, summary, ledger
+    return summary

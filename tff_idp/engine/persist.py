@@ -15,7 +15,8 @@ from typing import Optional
 
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
-from .loop import CHECKPOINT, run_fingerprint, run_method
+from .checkpoint import CHECKPOINT
+from .loop import run_fingerprint, run_method
 
 
 def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:

@@ -1,0 +1,103 @@
+"""Checkpoints of a run in progress: arrays and JSON, never pickle, with a checksum.
+
+``checkpoint.npz`` (read with ``allow_pickle=False``: opening someone else's results folder
+runs no code) holds the backend's state arrays, the personal store, the ledger's
+participation counts and per-round mechanisms, and one JSON string: the run fingerprint, the
+rounds done, the sampler's generator state, the rows so far and a SHA-256 over everything
+else. The ledger itself is rebuilt from the config and these counts, not stored as an object.
+
+A checkpoint that cannot be read, fails its checksum (a flipped bit) or was made with another
+config is set aside as ``checkpoint.npz.bad`` with one line on stderr, and the run starts
+over; it never blocks a run and is never used silently. Written to a temporary name and
+moved into place, so a kill mid-write leaves the previous checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+CHECKPOINT = "checkpoint.npz"
+OLD_CHECKPOINT = "checkpoint.pkl"       # sessions 1-4 (pickle): never read, set aside
+
+
+def _plain(x):
+    """numpy scalars in the rows as Python numbers."""
+    if hasattr(x, "item"):
+        return x.item()
+    raise TypeError(f"{type(x).__name__} is not JSON")
+
+
+def _digest(arrays: Dict[str, np.ndarray], meta: dict) -> str:
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(name.encode())
+        h.update(str(a.dtype).encode())
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
+                    backend: List[np.ndarray], personal: List[np.ndarray], rng_state: dict,
+                    participation: np.ndarray, history: List, rows: List[dict]) -> None:
+    arrays = {f"backend_{i}": np.asarray(a) for i, a in enumerate(backend)}
+    arrays.update({f"personal_{i}": np.asarray(a) for i, a in enumerate(personal)})
+    arrays["participation"] = np.asarray(participation, np.int64)
+    arrays["history"] = np.asarray(history, np.float64)     # [rounds, groups, (q, sigma)]
+    meta = {"fingerprint": fingerprint, "rounds_done": int(rounds_done),
+            "backend": len(backend), "personal": len(personal), "rng": rng_state,
+            "rows": rows}
+    meta = json.loads(json.dumps(meta, default=_plain))     # as it will be read back
+    meta["sha256"] = _digest(arrays, meta)
+    arrays["meta"] = np.array(json.dumps(meta, default=_plain))
+    tmp = Path(folder) / (CHECKPOINT + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, Path(folder) / CHECKPOINT)
+
+
+def _set_aside(path: Path, why: str) -> None:
+    os.replace(path, path.with_name(path.name + ".bad"))
+    print(f"{why}: starting over (set aside as {path.name}.bad)", file=sys.stderr)
+
+
+def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
+    """The checkpoint in ``folder`` made with ``fingerprint``, or None (none there, or one
+    set aside: unreadable, checksum failed, another config). Returns {"rounds_done",
+    "backend", "personal", "rng", "participation", "history", "rows"}."""
+    if folder is None:
+        return None
+    folder = Path(folder)
+    old = folder / OLD_CHECKPOINT
+    if old.is_file():
+        _set_aside(old, "an old-format checkpoint (pickle) is not read")
+    path = folder / CHECKPOINT
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(str(arrays.pop("meta")))
+        stored = meta.pop("sha256")
+        intact = stored == _digest(arrays, meta)
+    except Exception:  # noqa: BLE001 (a truncated or foreign file fails in many ways)
+        _set_aside(path, "checkpoint unreadable")
+        return None
+    k = meta.get("rounds_done", "?")
+    if not intact:
+        _set_aside(path, f"checkpoint at round {k} fails its checksum")
+        return None
+    if meta["fingerprint"] != fingerprint:
+        _set_aside(path, f"checkpoint at round {k} was made with another config")
+        return None
+    return {"rounds_done": int(meta["rounds_done"]),
+            "backend": [arrays[f"backend_{i}"] for i in range(meta["backend"])],
+            "personal": [arrays[f"personal_{i}"] for i in range(meta["personal"])],
+            "rng": meta["rng"], "participation": arrays["participation"],
+            "history": arrays["history"].tolist(), "rows": meta["rows"]}
