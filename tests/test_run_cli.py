@@ -53,6 +53,11 @@ BAD = [
     (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
     # refused after the data loads, but before a partition is cached
     (["--set", "num_clients=1"], "a group has no client among num_clients=1"),
+    # bad paths: refused before TensorFlow is imported (a FIFO used to block the command)
+    (["fifo"], "config='fifo': is not a regular file"),
+    (["adir"], "config='adir': is a directory"),
+    (["--set", "output_dir=\"afile/results\""], "output_dir='afile/results':"),
+    (["--set", "data_root=\"afile/data\""], "data_root='afile/data':"),
     # rates only mean something to the methods that take them
     (["--set", "methods=[\"gdpfed\"]", "--set", "rates=[0.1, 0.1, 0.1]"],
      "rates=[0.1, 0.1, 0.1]: method 'gdpfed' does not take per-group rates"),
@@ -76,7 +81,11 @@ BAD = [
 @pytest.mark.parametrize("args,needle", BAD)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):
     (tmp_path / "bad.toml").write_text("rounds = = 3\n")
-    proc = _run(args + ["--set", "output_dir=\"out\""], tmp_path, timeout=120)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    extra = [] if any("output_dir" in a for a in args) else ["--set", "output_dir=\"out\""]
+    proc = _run(args + extra, tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines

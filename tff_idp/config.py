@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -299,6 +300,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("noise_multipliers", cfg.noise_multipliers, "must be positive")
     if not cfg.name or "/" in cfg.name:
         _fail("name", cfg.name, "must be a non-empty name without '/'")
+    _check_writable_dir("output_dir", cfg.output_dir)
+    _check_writable_dir("data_root", cfg.data_root)
     return cfg
 
 
@@ -313,11 +316,35 @@ def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> Exper
     return cfg
 
 
-def read_toml(path: str) -> dict:
-    """A config file's TOML, or a one-line ConfigError (missing file, malformed TOML)."""
+def check_config_path(path: str) -> None:
+    """One-line ConfigError unless ``path`` is a regular file (a FIFO would block the read,
+    a directory cannot be read)."""
     p = Path(path)
+    if p.is_dir():
+        _fail("config", str(path), "is a directory, not a config file")
+    if p.exists() and not p.is_file():
+        _fail("config", str(path), "is not a regular file")
     if not p.is_file():
         _fail("config", str(path), "no such file")
+
+
+def _check_writable_dir(key: str, path: str) -> None:
+    """The folder ``path`` can be created (or is there) and written: its nearest existing
+    ancestor must be a writable directory."""
+    p = Path(path).absolute()
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        _fail(key, path, f"{probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        _fail(key, path, f"{probe} is not writable")
+
+
+def read_toml(path: str) -> dict:
+    """A config file's TOML, or a one-line ConfigError (missing file, malformed TOML)."""
+    check_config_path(path)
+    p = Path(path)
     try:
         return tomllib.loads(p.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

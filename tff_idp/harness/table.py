@@ -228,6 +228,8 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
 
 
 def is_table(path: str) -> bool:
+    if not Path(path).is_file():      # a FIFO would block; the config check says why
+        return False
     try:
         return "table" in tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
