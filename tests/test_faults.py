@@ -102,3 +102,55 @@ def test_a_stop_signal_finishes_the_round_writes_a_checkpoint_and_says_so(tmp_pa
     with np.load(partial / "checkpoint.npz", allow_pickle=False) as z:
         done = json.loads(str(z["meta"]))["rounds_done"]
     assert 1 <= done < 400 and f"round {done} of 400" in lines[0]
+
+
+def test_a_run_folder_lock_refuses_live_and_foreign_holders(tmp_path):
+    from tff_idp.atomic import HOST, FolderLock, FolderLocked
+    folder = tmp_path / "run"
+    lock = tmp_path / "run.lock"
+    with FolderLock(folder):
+        assert lock.read_text().strip() == f"{HOST}:{os.getpid()}"
+        with pytest.raises(FolderLocked, match=f"in use by process {os.getpid()} on {HOST}"):
+            FolderLock(folder).__enter__()
+    assert not lock.exists()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock.write_text(f"{HOST}:{dead.pid}\n")           # its holder died on this host
+    with FolderLock(folder):
+        assert lock.read_text().strip().endswith(f":{os.getpid()}")
+    lock.write_text("another_node:1\n")               # cannot be judged from here
+    with pytest.raises(FolderLocked, match="on another_node"):
+        FolderLock(folder).__enter__()
+
+
+def test_the_data_store_leaves_another_hosts_partial_build_alone(tmp_path):
+    from tff_idp.atomic import HOST, AtomicFolder
+    theirs = tmp_path / "entry.partial-another_node-1"
+    ours_dead = tmp_path / f"entry.partial-{HOST}-999999999"
+    theirs.mkdir()
+    ours_dead.mkdir()
+    with AtomicFolder(tmp_path / "entry", shared=True) as tmp:
+        (tmp / "x").write_text("1")
+    assert theirs.exists() and not ours_dead.exists() and (tmp_path / "entry" / "x").exists()
+
+
+def test_a_second_run_into_the_same_folder_refuses_in_one_line(tmp_path):
+    import signal
+    import time
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", "rounds=400", "--set",
+            'methods=["p_fedavg"]', "--set", 'backend="fast"', "--set", 'output_dir="out"']
+    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    lock = tmp_path / "out" / "digits-default" / "p_fedavg-seed0.lock"
+    deadline = time.time() + 120
+    while not lock.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    second = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert first.poll() is None, "the first run must go on"
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=120)
+    lines = [line for line in second.stderr.splitlines() if line.strip()]
+    assert second.returncode == 2 and len(lines) == 1, second.stderr
+    assert f"in use by process {first.pid}" in lines[0]

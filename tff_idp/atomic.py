@@ -8,7 +8,48 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
+
+HOST = socket.gethostname().replace("-", "_")
+
+
+class FolderLocked(RuntimeError):
+    """Another live process (or one on another host) holds the lock of a folder."""
+
+
+class FolderLock:
+    """``with FolderLock(path):`` an exclusive lock beside a folder, ``<path>.lock``, made
+    with O_CREAT | O_EXCL (atomic on local and NFS file systems) and naming the host and
+    pid of its holder. A lock left by a dead process of this host is taken over; one held by
+    a live process, or by any process of another host (whose liveness cannot be judged
+    from here), refuses with one line naming it."""
+
+    def __init__(self, path: Path):
+        self.lock = Path(path).with_name(Path(path).name + ".lock")
+
+    def __enter__(self):
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self.lock.read_text().strip() if self.lock.exists() else ""
+                host, _, pid = holder.partition(":")
+                if host == HOST and pid.isdigit() and not _alive(int(pid)):
+                    self.lock.unlink(missing_ok=True)     # its holder died here: take over
+                    continue
+                raise FolderLocked(
+                    f"{self.lock.with_suffix('')}: in use by process {pid or '?'} on "
+                    f"{host or '?'} ({self.lock}); if that run is gone, delete the lock file")
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{HOST}:{os.getpid()}\n")
+            return self
+        raise FolderLocked(f"{self.lock}: could not be taken")
+
+    def __exit__(self, *exc):
+        self.lock.unlink(missing_ok=True)
+        return False
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -31,7 +72,7 @@ class AtomicFolder:
 
     def __init__(self, path: Path, keep_partial: bool = False, shared: bool = False):
         self.path = Path(path)
-        suffix = f".partial-{os.getpid()}" if shared else ".partial"
+        suffix = f".partial-{HOST}-{os.getpid()}" if shared else ".partial"
         self.partial = self.path.with_name(self.path.name + suffix)
         self.keep_partial = keep_partial     # resume: keep what an interrupted run left
         self.shared = shared
@@ -46,10 +87,10 @@ class AtomicFolder:
 
     def _remove_abandoned(self) -> None:
         """Partial folders of writers that no longer run (killed builds)."""
-        for other in self.path.parent.glob(self.path.name + ".partial*"):
-            pid = other.name.rsplit(".partial-", 1)[-1] if ".partial-" in other.name else ""
-            if pid.isdigit() and _alive(int(pid)):
-                continue
+        for other in self.path.parent.glob(self.path.name + ".partial-*"):
+            host, _, pid = other.name.rsplit(".partial-", 1)[-1].rpartition("-")
+            if host != HOST or not pid.isdigit() or _alive(int(pid)):
+                continue             # another host's writer cannot be judged from here
             shutil.rmtree(other, ignore_errors=True)
 
     def __exit__(self, exc_type, exc, tb):

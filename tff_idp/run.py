@@ -122,6 +122,7 @@ def main(argv=None) -> int:
 
     from .runtime import close_tff
     try:
+        from .atomic import FolderLocked
         from .engine.backends import UnsupportedByBackend
         device = _device(cfg.device)
         import tensorflow as tf
@@ -131,7 +132,7 @@ def main(argv=None) -> int:
             exp.save_partition()
         with tf.device(device):
             return _train_all(exp, args)
-    except (ConfigError, UnsupportedByBackend) as e:
+    except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:

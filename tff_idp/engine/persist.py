@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from ..atomic import FolderLock
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT
@@ -44,7 +45,7 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
 
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True) -> dict:
     cfg = exp.cfg
-    with RunFolder(folder, keep_partial=True) as tmp:
+    with FolderLock(folder), RunFolder(folder, keep_partial=True) as tmp:
         rows, summary, ledger = run_method(exp, method, progress=progress, checkpoint_dir=tmp)
         write_json(tmp / "config.json", dataclasses.asdict(cfg) | {
             "resolved_delta": cfg.resolved_delta, "method": method,

@@ -19,6 +19,7 @@ from typing import List, Optional
 
 from tqdm.auto import tqdm
 
+from ..atomic import FolderLocked
 from ..results import is_complete
 from .table import TableSpec, Unit, expand
 
@@ -40,6 +41,8 @@ def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[s
     try:
         run_unit(unit, progress)
         return None
+    except FolderLocked as e:         # another process runs it: its folder is not ours
+        return f"{unit.label}: {e}"
     except Exception as e:  # noqa: BLE001 (one failing cell must not stop the table)
         partial.mkdir(parents=True, exist_ok=True)
         (partial / FAILED).write_text(traceback.format_exc())
