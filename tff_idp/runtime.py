@@ -72,15 +72,48 @@ class StopRequests:
 
 
 def import_tff():
-    """Import tensorflow_federated with its worker guaranteed to be stopped at exit."""
+    """Import tensorflow_federated with its worker guaranteed to be stopped at exit, and to
+    die with this process even when it is killed with SIGKILL (no exit code runs then)."""
     global _registered
     quiet_tf_logs()
     import tensorflow_federated as tff  # noqa: F401  (heavy import, done once)
     if not _registered:
         atexit.register(close_tff)
         exit_cleanly_on_sigterm()
+        _workers_die_with_parent()
         _registered = True
     return tff
+
+
+def _die_with_parent(parent: int):
+    """In the worker, between fork and exec: ask Linux to SIGKILL it when its parent dies
+    (prctl PR_SET_PDEATHSIG); if the parent is already gone, die now."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _workers_die_with_parent() -> None:
+    """TFF starts ``worker_binary`` with ``subprocess.Popen`` in its executor factory; give
+    that module a Popen that sets the parent-death signal (Linux only; the kernel sends it
+    when the thread that started the worker ends, which is the main thread here)."""
+    import sys
+    import types
+    if not sys.platform.startswith("linux"):
+        return
+    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+
+    class _Popen(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            parent = os.getpid()
+            kwargs.setdefault("preexec_fn", lambda: _die_with_parent(parent))
+            super().__init__(*args, **kwargs)
+
+    shim = types.ModuleType("subprocess")
+    shim.__dict__.update(subprocess.__dict__)
+    shim.Popen = _Popen
+    executor_factory.subprocess = shim
 
 
 def _child_workers():
