@@ -18,65 +18,14 @@ def _run(args, cwd, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-BAD = [
+BAD = [   # through the real process (every case in-process: tests/test_bad_inputs.py)
     (["--set", "methods=[\"fedprox\"]"], "methods='fedprox'"),
-    (["--set", "dataset=imagenet"], "dataset='imagenet'"),
-    (["--set", "budgets=[0.0, 1.5, 3.0]"], "budgets="),
-    (["--set", "budgets=[-1.0, 1.5, 3.0]"], "budgets="),
-    (["--set", "group_ratios=[0.5, 0.3, 0.3]"], "group_ratios="),
-    (["--set", "group_ratios=[0.5, 0.5]"], "needs 3 entries, one per budget"),
-    (["--set", "backend=\"gpu\""], "backend='gpu'"),
-    (["--set", "methods=[\"idp_sample\"]", "--set", "noise_multipliers=[3.0, 2.0, 1.0]"],
-     "not used by method 'idp_sample'"),
-    (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
-    (["--set", "rounds"], "--set='rounds'"),
     (["missing.toml"], "config='missing.toml': no such file"),
-    (["bad.toml"], "config='bad.toml': malformed TOML"),
-    (["--set", "noise_multipliers=[0.3, 0.3, 0.3]"], "exceeds its budget"),
-    (["--set", "dataset=\"cifar10\"", "--set", "data_dir=\"empty\""],
-     "dataset='cifar10': not prepared in empty"),
-    (["--set", "methods=[\"idp_sample\"]", "--set", "sampling=\"fixed\""],
-     "sampling='fixed': idp_sample calibrates for Poisson sampling"),
-    (["--set", "pfa_accounting=\"exact\""], "pfa_accounting='exact'"),
-    # a NaN noise multiplier used to hang the budget check inside the RDP accountant
-    (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
-    (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
-    (["--set", "clip=inf"], "clip=inf: must be finite"),
-    (["--set", "seed=-1"], "seed=-1: must be a non-negative integer"),
-    # the personal part of a model (methods with client state)
-    (["--set", "personal=\"tail\""], "personal='tail': must be 'none', 'head'"),
-    (["--set", "methods=[\"fedrep\"]", "--set", "personal=\"none\""],
-     "personal='none': fedrep keeps a personal part"),
-    (["--set", "methods=[\"fedrep\"]"], "personal='head': leaves nothing shared"),
-    (["--set", "methods=[\"dp_fedrep\"]", "--set", "model=\"digits_mlp\"", "--set",
-      "personal=\"layers:dense_9\""], "personal='layers:dense_9': the model has no layer"),
-    (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
-    # refused after the data loads, but before a partition is cached
-    (["--set", "num_clients=1"], "a group has no client among num_clients=1"),
-    # bad paths: refused before TensorFlow is imported (a FIFO used to block the command)
     (["fifo"], "config='fifo': is not a regular file"),
-    (["adir"], "config='adir': is a directory"),
-    (["--set", "output_dir=\"afile/results\""], "output_dir='afile/results':"),
-    (["--set", "data_root=\"afile/data\""], "data_root='afile/data':"),
-    # rates only mean something to the methods that take them
-    (["--set", "methods=[\"gdpfed\"]", "--set", "rates=[0.1, 0.1, 0.1]"],
-     "rates=[0.1, 0.1, 0.1]: method 'gdpfed' does not take per-group rates"),
-    # MS-PAFL (paper 002)
-    (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
-    (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),
-    (["--set", "local_delta=1.5"], "local_delta=1.5: must be in (0, 1)"),
-    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
-      "expected_rate=1.5"], "expected_rate=1.5: must be in (0, 1]"),
-    (["--set", "data_sampling=\"bootstrap\""], "data_sampling='bootstrap': must be 'wor'"),
-    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
-      "model=\"logistic_nobias\"", "--set", "personal=\"rows:0-63\""],
-     "personal='rows:0-63': leaves nothing shared"),
+    (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
     (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
       "model=\"logistic_nobias\""], "data_sampling='wor': local_steps x batch_size = 50"),
-    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
-      "noise_draw=\"group\""], "noise_draw='group': ms_pafl is local DP"),
 ]
-
 
 @pytest.mark.parametrize("args,needle", BAD)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):

@@ -18,7 +18,10 @@ _registered = False
 
 
 def quiet_tf_logs():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    """TensorFlow's C++ log below FATAL off (unless the user set a level): TF 2.14 prints
+    spurious cuDNN/cuBLAS registration "errors" at import, which would turn a one-line
+    refusal into four lines."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def _exit_on_sigterm(signum, frame):

@@ -1,0 +1,148 @@
+"""Malformed configs and overrides, each refused the way a user needs: exit status 2, one line
+on stderr that names the key and the value, no traceback, and nothing new under the output
+folder or the data folder (issue 16). Run in-process through ``tff_idp.run.main`` (the real
+CLI process is exercised by a few of them in tests/test_run_cli.py)."""
+import os
+
+import pytest
+
+from tff_idp import run, runtime
+
+runtime.quiet_tf_logs()        # as the CLI does, before TensorFlow is first imported
+import tensorflow  # noqa: E402,F401  (its import-time log lines fall outside the tests)
+
+BAD = [
+    (["--set", "methods=[\"fedprox\"]"], "methods='fedprox'"),
+    (["--set", "dataset=imagenet"], "dataset='imagenet'"),
+    (["--set", "budgets=[0.0, 1.5, 3.0]"], "budgets="),
+    (["--set", "budgets=[-1.0, 1.5, 3.0]"], "budgets="),
+    (["--set", "group_ratios=[0.5, 0.3, 0.3]"], "group_ratios="),
+    (["--set", "group_ratios=[0.5, 0.5]"], "needs 3 entries, one per budget"),
+    (["--set", "backend=\"gpu\""], "backend='gpu'"),
+    (["--set", "methods=[\"idp_sample\"]", "--set", "noise_multipliers=[3.0, 2.0, 1.0]"],
+     "not used by method 'idp_sample'"),
+    (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
+    (["--set", "rounds"], "--set='rounds'"),
+    (["missing.toml"], "config='missing.toml': no such file"),
+    (["bad.toml"], "config='bad.toml': malformed TOML"),
+    (["--set", "noise_multipliers=[0.3, 0.3, 0.3]"], "exceeds its budget"),
+    (["--set", "dataset=\"cifar10\"", "--set", "data_dir=\"empty\""],
+     "dataset='cifar10': not prepared in empty"),
+    (["--set", "methods=[\"idp_sample\"]", "--set", "sampling=\"fixed\""],
+     "sampling='fixed': idp_sample calibrates for Poisson sampling"),
+    (["--set", "pfa_accounting=\"exact\""], "pfa_accounting='exact'"),
+    # a NaN noise multiplier used to hang the budget check inside the RDP accountant
+    (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
+    (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
+    (["--set", "clip=inf"], "clip=inf: must be finite"),
+    (["--set", "seed=-1"], "seed=-1: must be a non-negative integer"),
+    # the personal part of a model (methods with client state)
+    (["--set", "personal=\"tail\""], "personal='tail': must be 'none', 'head'"),
+    (["--set", "methods=[\"fedrep\"]", "--set", "personal=\"none\""],
+     "personal='none': fedrep keeps a personal part"),
+    (["--set", "methods=[\"fedrep\"]"], "personal='head': leaves nothing shared"),
+    (["--set", "methods=[\"dp_fedrep\"]", "--set", "model=\"digits_mlp\"", "--set",
+      "personal=\"layers:dense_9\""], "personal='layers:dense_9': the model has no layer"),
+    (["--set", "personal_steps=0"], "personal_steps=0: must be >= 1"),
+    # refused after the data loads, but before a partition is cached
+    (["--set", "num_clients=1"], "a group has no client among num_clients=1"),
+    # bad paths: refused before TensorFlow is imported (a FIFO used to block the command)
+    (["fifo"], "config='fifo': is not a regular file"),
+    (["adir"], "config='adir': is a directory"),
+    (["--set", "output_dir=\"afile/results\""], "output_dir='afile/results':"),
+    (["--set", "data_root=\"afile/data\""], "data_root='afile/data':"),
+    # rates only mean something to the methods that take them
+    (["--set", "methods=[\"gdpfed\"]", "--set", "rates=[0.1, 0.1, 0.1]"],
+     "rates=[0.1, 0.1, 0.1]: method 'gdpfed' does not take per-group rates"),
+    # MS-PAFL (paper 002)
+    (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
+    (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),
+    (["--set", "local_delta=1.5"], "local_delta=1.5: must be in (0, 1)"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "expected_rate=1.5"], "expected_rate=1.5: must be in (0, 1]"),
+    (["--set", "data_sampling=\"bootstrap\""], "data_sampling='bootstrap': must be 'wor'"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "model=\"logistic_nobias\"", "--set", "personal=\"rows:0-63\""],
+     "personal='rows:0-63': leaves nothing shared"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "model=\"logistic_nobias\""], "data_sampling='wor': local_steps x batch_size = 50"),
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
+      "noise_draw=\"group\""], "noise_draw='group': ms_pafl is local DP"),
+    # every float key: nan / inf / zero / negative; integers, types, lengths and names
+    (["--set", "clip=0.0"], "clip=0.0: must be positive"),
+    (["--set", "clip=-1.0"], "clip=-1.0"),
+    (["--set", "local_lr=0.0"], "local_lr=0.0"),
+    (["--set", "local_lr=nan"], "local_lr=nan: must be finite"),
+    (["--set", "server_lr=0.0"], "server_lr=0.0"),
+    (["--set", "server_lr=inf"], "server_lr=inf: must be finite"),
+    (["--set", "lr_decay=0.0"], "lr_decay=0.0"),
+    (["--set", "lr_decay=1.5"], "lr_decay=1.5"),
+    (["--set", "momentum=1.0"], "momentum=1.0"),
+    (["--set", "momentum=-0.1"], "momentum=-0.1"),
+    (["--set", "expected_rate=0.0"], "expected_rate=0.0"),
+    (["--set", "expected_rate=nan"], "expected_rate=nan: must be finite"),
+    (["--set", "delta=0.0"], "delta=0.0"),
+    (["--set", "delta=1.0"], "delta=1.0"),
+    (["--set", "delta=inf"], "delta=inf: must be finite"),
+    (["--set", "calibration_tolerance=0.0"], "calibration_tolerance=0.0"),
+    (["--set", "batch_size=0"], "batch_size=0"),
+    (["--set", "local_steps=0"], "local_steps=0"),
+    (["--set", "rounds=0"], "rounds=0"),
+    (["--set", "num_clients=0"], "num_clients=0"),
+    (["--set", "local_epochs=0"], "local_epochs=0"),
+    (["--set", "eval_every=0"], "eval_every=0"),
+    (["--set", "checkpoint_every=-1"], "checkpoint_every=-1"),
+    (["--set", "test_examples=0"], "test_examples=0"),
+    (["--set", "test_examples=-5"], "test_examples=-5"),
+    (["--set", "fast_chunk_size=0"], "fast_chunk_size=0"),
+    (["--set", "fast_chunk_size=1.5"], "fast_chunk_size=1.5: must be an integer"),
+    (["--set", "seed=1.5"], "seed=1.5: must be an integer"),
+    (["--set", "keep_fractions=[0.5]"], "keep_fractions=[0.5]"),
+    (["--set", "keep_fractions=[0.0, 0.5, 0.5]"], "keep_fractions=[0.0, 0.5, 0.5]"),
+    (["--set", "noise_multipliers=[-1.0, 1.0, 1.0]"], "noise_multipliers=[-1.0, 1.0, 1.0]: must be positive"),
+    (["--set", "partition=\"random\""], "partition='random'"),
+    (["--set", "partition=\"dirichlet\""], "partition_param=None: partition='dirichlet'"),
+    (["--set", "sampling=\"uniform\""], "sampling='uniform'"),
+    (["--set", "accountant=\"moments\""], "accountant='moments'"),
+    (["--set", "group_weighting=\"x\""], "group_weighting='x'"),
+    (["--set", "adaptive_clipping=\"x\""], "adaptive_clipping='x'"),
+    (["--set", "noise_draw=\"x\""], "noise_draw='x'"),
+    (["--set", "device=\"tpu\""], "device='tpu'"),
+    (["--set", "model=\"vgg\""], "model='vgg'"),
+    (["--set", "client_optimizer=\"rmsprop\""], "client_optimizer='rmsprop'"),
+    (["--set", "name=\"a/b\""], "name='a/b'"),
+    (["--set", "rounds=\"ten\""], "rounds='ten': must be an integer"),
+    (["--set", "budgets=\"1.0\""], "budgets='1.0': must be a list"),
+    (["--set", "methods=[]"], "methods=[]: needs at least one method"),
+    (["--set", "reference={fedavg=1.0}"], "reference='fedavg'"),
+    (["--set", "local_epsilon=nan"], "local_epsilon=nan: must be finite"),
+    (["--set", "checkin_beta=0.0"], "checkin_beta=0.0"),
+    (["--set", "composition_delta=2.0"], "composition_delta=2.0"),
+    (["--set", "personal_epochs=0"], "personal_epochs=0"),
+    (["--set", "budgets=[3.0, 1.5, 0.5]"], "budgets=[3.0, 1.5, 0.5]: list groups from the strictest"),
+    (["--set", "budgets=[1.0, inf, 3.0]"], "budgets=[1.0, inf, 3.0]: must be finite"),
+    (["--set", "group_ratios=[]"], "group_ratios=[]: needs 3 entries"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, capfd, args,
+                                                         needle):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.toml").write_text("rounds = = 3\n")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    extra = [] if any("output_dir" in a for a in args) else ["--set", "output_dir=\"out\""]
+    status = run.main(args + extra + ["--quiet"])
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+    assert not (tmp_path / "datasets").exists()
+
+
+def test_there_are_at_least_sixty_cases():
+    assert len(BAD) >= 60
