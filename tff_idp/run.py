@@ -135,6 +135,10 @@ def main(argv=None) -> int:
     except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:                 # Ctrl-C outside the rounds (set-up, a 2nd one)
+        print("stopped (Ctrl-C); run the same command to resume from the last checkpoint",
+              file=sys.stderr)
+        return 130
     finally:
         close_tff()
 
