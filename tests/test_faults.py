@@ -155,30 +155,3 @@ def test_a_second_run_into_the_same_folder_refuses_in_one_line(tmp_path):
     assert second.returncode == 2 and len(lines) == 1, second.stderr
     assert f"in use by process {first.pid}" in lines[0]
 
-
-def test_sigkill_of_a_run_takes_its_tff_worker_with_it(tmp_path):
-    """SIGKILL runs no exit code: the worker must die by itself (parent-death signal)."""
-    import signal
-    import time
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
-                             "rounds=400", "--set", 'methods=["p_fedavg"]', "--set",
-                             'output_dir="out"'], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def workers():
-        out = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "worker_binary"],
-                             capture_output=True, text=True).stdout.split()
-        return [int(p) for p in out]
-
-    deadline = time.time() + 120
-    while not workers() and time.time() < deadline:
-        time.sleep(0.2)
-    started = workers()
-    assert started, "the run never started a TFF worker"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    time.sleep(5.0)
-    alive = [p for p in started if os.path.exists(f"/proc/{p}") and
-             b"worker_binary" in open(f"/proc/{p}/cmdline", "rb").read()]
-    assert not alive, f"orphaned TFF workers {alive}"

@@ -90,8 +90,10 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
     assert set(_workers()) <= before
 
 
-def test_sigterm_stops_the_tff_worker(tmp_path):
-    """kill / timeout / Slurm send SIGTERM: the run must stop its TFF worker on the way out."""
+@pytest.mark.parametrize("sig,grace", [("SIGTERM", 0.5), ("SIGKILL", 5.0)])
+def test_a_stopped_run_leaves_no_tff_worker(tmp_path, sig, grace):
+    """kill / timeout / Slurm send SIGTERM: the run stops its TFF worker on the way out.
+    SIGKILL runs no exit code: the worker dies by itself (its parent-death signal)."""
     import os
     import signal
     import subprocess
@@ -115,9 +117,9 @@ def test_sigterm_stops_the_tff_worker(tmp_path):
     started = workers()
     assert started, "the run never started a TFF worker"
     time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(getattr(signal, sig))
     proc.wait(timeout=60)
-    time.sleep(0.5)
+    time.sleep(grace)
     alive = [p for p in started if os.path.exists(f"/proc/{p}") and
              b"worker_binary" in open(f"/proc/{p}/cmdline", "rb").read()]
     assert not alive, f"orphaned TFF workers {alive}"
