@@ -25,7 +25,7 @@ class ExperimentConfig:
     """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
     name: str = "digits-default"              # results go to <output_dir>/<name>/
     # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
-    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep (tff_idp.methods)
+    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep ms_pafl ldp_fedavg (tff_idp.methods)
     methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
@@ -89,10 +89,10 @@ class ExperimentConfig:
     # check-in bound (Theorem 2), delta~ of the strong composition (Theorem 4), and how a
     # round's Qb examples are drawn: "wor" (Q disjoint batches) or "wr" (Qb uniform draws)
     local_epsilon: Optional[float] = None
-    local_delta: float = 1e-4
-    checkin_beta: float = 0.25
-    composition_delta: float = 1e-4
-    data_sampling: str = "wor"
+    local_delta: float = 1e-4                 # MS-PAFL: delta_l of each upload (Lemma 1)
+    checkin_beta: float = 0.25                # MS-PAFL: beta of Theorem 2's check-in bound
+    composition_delta: float = 1e-4           # MS-PAFL: delta~ of Theorem 4's composition
+    data_sampling: str = "wor"                # a round's Qb examples: "wor" or "wr" (eq. 9)
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
