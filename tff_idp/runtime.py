@@ -99,8 +99,10 @@ def _die_with_parent(parent: int):
 
 def _workers_die_with_parent() -> None:
     """TFF starts ``worker_binary`` with ``subprocess.Popen`` in its executor factory; give
-    that module a Popen that sets the parent-death signal (Linux only; the kernel sends it
-    when the thread that started the worker ends, which is the main thread here)."""
+    that module a Popen that sets the parent-death signal (Linux only). The kernel sends it
+    when the *thread* that started the worker ends: TFF starts it from its event-loop thread
+    ("target_fn"), which lives as long as the process (checked: one worker pid across
+    successive computations)."""
     import sys
     import types
     if not sys.platform.startswith("linux"):
