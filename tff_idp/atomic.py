@@ -87,10 +87,13 @@ class AtomicFolder:
 
     def _remove_abandoned(self) -> None:
         """Partial folders of writers that no longer run (killed builds)."""
-        for other in self.path.parent.glob(self.path.name + ".partial-*"):
-            host, _, pid = other.name.rsplit(".partial-", 1)[-1].rpartition("-")
-            if host != HOST or not pid.isdigit() or _alive(int(pid)):
+        for other in self.path.parent.glob(self.path.name + ".partial*"):
+            tag = other.name[len(self.path.name) + len(".partial"):].lstrip("-")
+            host, _, pid = tag.rpartition("-") if "-" in tag else ("", "", tag)
+            if host and host != HOST:
                 continue             # another host's writer cannot be judged from here
+            if pid.isdigit() and _alive(int(pid)):
+                continue             # a live writer here (or a pid-only name of old)
             shutil.rmtree(other, ignore_errors=True)
 
     def __exit__(self, exc_type, exc, tb):

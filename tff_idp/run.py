@@ -119,6 +119,9 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("stopped (Ctrl-C) while loading the data; nothing was written", file=sys.stderr)
+        return 130
 
     from .runtime import close_tff
     try:
@@ -130,7 +133,8 @@ def main(argv=None) -> int:
         check_methods(exp)                  # e.g. a split the model has not: before any write
         if exp.save_partition is not None:
             exp.save_partition()
-        with tf.device(device):
+        from .runtime import StopRequests
+        with StopRequests(), tf.device(device):   # Ctrl-C / SIGTERM from here: a clean stop
             return _train_all(exp, args)
     except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -45,6 +45,7 @@ class StopRequests:
     at once (KeyboardInterrupt / SystemExit). Only in the main thread (elsewhere a no-op)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    _active = None               # the installed one: nested uses share it
 
     def __init__(self):
         self.signum = None
@@ -59,14 +60,19 @@ class StopRequests:
 
     def __enter__(self):
         import threading
+        if StopRequests._active is not None:     # an entry point installed one already
+            return StopRequests._active
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
                 self._previous[s] = signal.signal(s, self._handle)
+            StopRequests._active = self
         return self
 
     def __exit__(self, *exc):
         for s, handler in self._previous.items():
             signal.signal(s, handler)
+        if StopRequests._active is self:
+            StopRequests._active = None
         return False
 
     @property

@@ -95,6 +95,7 @@ def _fake_result(unit, accuracy, curve):
         w = csv.DictWriter(f, fieldnames=["round", "test_accuracy"])
         w.writeheader()
         w.writerows({"round": i + 1, "test_accuracy": a} for i, a in enumerate(curve))
+    (unit.folder / "ledger.csv").write_text("client,group,budget,participations,epsilon\n")
 
 
 def test_report_aggregates_seeds_and_compares_with_the_paper(table):

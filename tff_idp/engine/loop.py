@@ -234,6 +234,11 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
     test_x, test_y = exp.data.x_test, exp.data.y_test
     program = runner.program
     for rnd in bar:
+        if stop.signum is not None:      # asked to stop during the set-up: no round run
+            bar.close()
+            print(f"{method}: stopped before round {rnd + 1} of {cfg.rounds}; run the same "
+                  "command to go on", file=sys.stderr)
+            raise SystemExit(stop.exit_status)
         t0 = time.perf_counter()
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
         noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
