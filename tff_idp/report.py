@@ -356,7 +356,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
             rows = bounds_mod.compute(spec.bounds, spec.cell_values(ds, None))
             caption = f"{spec.source}. " + bounds_caption(spec)
             paths = bounds_mod.write(spec.bounds, rows, out / ds, spec.title, caption)
-            figures.append(str(paths[1].relative_to(out)))
+            figures.append(paths[1])
             rows_csv += [{"dataset": ds, **r} for r in rows]
             md += [f"### {ds}", "", bounds_table(spec.bounds, rows), ""]
     else:
@@ -371,9 +371,8 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
                 rows_csv.append({"dataset": ds, "epsilon_1": e,
                                  **{f"q{g + 1}_%": round(100 * q, 4) for g, q in enumerate(r)}})
         figures.append(plot_rates(spec, sweep, out / "rates.png"))
-    for f in figures:             # a figure's path relative to the report
-        f = Path(f)
-        md += ["", f"![{f.stem}]({f.relative_to(out) if f.is_relative_to(out) else f})"]
+    for f in figures:             # every figure is written under out
+        md += ["", f"![{f.stem}]({f.relative_to(out)})"]
     (out / "report.md").write_text("\n".join(md) + "\n")
     buf = io.StringIO()
     if rows_csv:

@@ -58,9 +58,7 @@ class ClientProgram:
     def start(self, weights, personal):
         """Each client's start weights: the broadcast weights where shared, its stored
         values where personal (tensors may carry a leading client axis)."""
-        rows = dict(zip(self.personal, personal))
-        return [w if m is None else w * m + rows[i]
-                for i, (w, m) in enumerate(zip(weights, self.masks))]
+        return self.split.combine(weights, personal)
 
     def kept(self, final) -> List:
         """What a client keeps: its personal coordinates of ``final``."""
@@ -136,19 +134,27 @@ class ClientTrainer:
         b_hat = b_new / (1.0 - tf.pow(0.999, t))
         return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new
 
+    @staticmethod
+    def _begin(model, start):
+        """Set the model to a client's start weights; (loss sum, step count) at zero."""
+        for v, w in zip(model.trainable_variables, start):
+            v.assign(w)
+        return tf.constant(0.0), tf.constant(0.0)
+
+    def _fresh(self, model):
+        """A phase's optimizer state: no loss, no steps, zero slots (a new optimizer)."""
+        return (tf.constant(0.0), tf.constant(0.0),
+                tuple(self.zero_slots(v) for v in model.trainable_variables))
+
     def train_phases(self, model, start, datasets, lr, phases):
         """The TFF client's work in phases: from ``start`` (its own start weights), for each
         phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch, trainable
         masks)) fresh optimizer slots and that many steps. Returns (final weights, mean loss
         over all steps)."""
-        for v, w in zip(model.trainable_variables, start):
-            v.assign(w)
-        loss_sum, count = tf.constant(0.0), tf.constant(0.0)
+        loss_sum, count = self._begin(model, start)
         for dataset, (steps, trainable) in zip(datasets, phases):
-            fresh = (tf.constant(0.0), tf.constant(0.0),        # a new optimizer per phase
-                     tuple(self.zero_slots(v) for v in model.trainable_variables))
             phase_loss, phase_count, _ = dataset.take(-1 if steps is None else steps).reduce(
-                fresh,
+                self._fresh(model),
                 lambda st, b, tr=trainable: self.step(model, st, b[0], b[1], lr, trainable=tr))
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return ([tf.identity(v) for v in model.trainable_variables],
@@ -158,12 +164,9 @@ class ClientTrainer:
         """One client of the fast runner's client loop, in phases: ``phases`` =
         [(xs [steps, batch, ...], ys, ws or None, trainable masks)]. Returns (final weights,
         mean loss over all steps)."""
-        for v, w in zip(model.trainable_variables, start):
-            v.assign(w)
-        loss_sum, count = tf.constant(0.0), tf.constant(0.0)
+        loss_sum, count = self._begin(model, start)
         for xs, ys, ws, trainable in phases:
-            state = (tf.constant(0.0), tf.constant(0.0),        # a new optimizer per phase
-                     tuple(self.zero_slots(v) for v in model.trainable_variables))
+            state = self._fresh(model)
             for s in tf.range(tf.shape(xs)[0]):
                 state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s],
                                   trainable)
@@ -186,9 +189,8 @@ class ClientTrainer:
         Returns (deltas [K, ...] per weight tensor, mean loss per client [K])."""
         k = tf.shape(xs)[0]
         params = [tf.repeat(w[None], k, axis=0) for w in weights]
-        params, loss_sum, count = self._cohort_steps(cohort_model, params, xs, ys, ws, lr, None)
-        deltas = [p - w[None] for p, w in zip(params, weights)]
-        return deltas, loss_sum / tf.maximum(count, 1.0)
+        final, loss = self.train_cohort_phases(cohort_model, params, [(xs, ys, ws, None)], lr)
+        return [p - w[None] for p, w in zip(final, weights)], loss
 
     def train_cohort_phases(self, cohort_model, params, phases, lr):
         """:meth:`train_cohort` from per-client start weights ``params`` ([K, ...] per

@@ -66,18 +66,21 @@ class DataStore:
         self.write(path, arrays, meta or {})
         return arrays
 
-    def partition(self, source: str, key: dict, build: Callable[[], List[np.ndarray]],
-                  persist: bool = True):
-        """Per-client example ids of a partition, built once per (source, key). With
-        ``persist=False`` a new partition is not written yet: returns (ids, save), ``save``
-        the call that stores it (None when it was already stored)."""
+    def pending_partition(self, source: str, key: dict,
+                          build: Callable[[], List[np.ndarray]]):
+        """Per-client example ids of a partition, read when stored, else built but not yet
+        written: (ids, save), ``save`` the call that stores it (None when already stored)."""
         path = self.path(source, **key)
-        if persist:
-            packed = self.get_or_build(path, lambda: pack_clients(build()),
-                                       {"source": source, **key})
-            return unpack_clients(packed["flat"], packed["offsets"])
         found = self.read(path)
         packed = found if found is not None else pack_clients(build())
         save = None if found is not None else (
             lambda: self.write(path, packed, {"source": source, **key}))
         return unpack_clients(packed["flat"], packed["offsets"]), save
+
+    def partition(self, source: str, key: dict,
+                  build: Callable[[], List[np.ndarray]]) -> List[np.ndarray]:
+        """Per-client example ids of a partition, built once per (source, key)."""
+        parts, save = self.pending_partition(source, key, build)
+        if save is not None:
+            save()
+        return parts

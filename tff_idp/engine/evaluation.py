@@ -73,15 +73,13 @@ class PersonalEvaluation:
             self.activation = last.activation
 
     def __call__(self, weights, store) -> dict:
-        if self.split.head:
-            return self._heads(weights, store)
         out = self._averaged(weights, store)
+        if self.split.head:
+            return self._heads(weights, store) | out
         losses, accs = [], []
         for c, ids in zip(self.clients, self.test_sets):
-            rows = [v[c] for v in store.values]
-            own = [np.asarray(w) * m + rows[j] if m is not None else np.asarray(w)
-                   for w, m, j in zip(weights, self.split.masks, _positions(self.split))]
-            self.model.set_weights(own)
+            self.model.set_weights(self.split.combine([np.asarray(w) for w in weights],
+                                                      [v[c] for v in store.values]))
             loss, acc = evaluate(self.model, self.x[ids], self.y[ids])
             losses.append(loss)
             accs.append(acc)
@@ -91,15 +89,12 @@ class PersonalEvaluation:
         """The global model with every personal coordinate replaced by its mean over all
         clients, on the whole test set (002's second metric; one model where each client's
         is personal)."""
-        mean = [v.mean(axis=0) for v in store.values]
-        self.model.set_weights([np.asarray(w) if m is None else np.asarray(w) * m + mean[j]
-                                for w, m, j in zip(weights, self.split.masks,
-                                                   _positions(self.split))])
+        self.model.set_weights(self.split.combine([np.asarray(w) for w in weights],
+                                                  [v.mean(axis=0) for v in store.values]))
         loss, acc = evaluate(self.model, self.x, self.y)
         return {"averaged_model_test_loss": loss, "averaged_model_test_accuracy": acc}
 
     def _heads(self, weights, store) -> dict:
-        out = self._averaged(weights, store)
         self.model.set_weights(weights)
         feats = (_logits(self.features, self.x) if self.features is not None
                  else self.x.reshape(len(self.x), -1).astype(np.float32))
@@ -113,10 +108,4 @@ class PersonalEvaluation:
             losses.append(float(np.mean(tf.keras.losses.sparse_categorical_crossentropy(
                 y, logits, from_logits=True))))
             accs.append(float(np.mean(np.argmax(logits, 1) == y)))
-        return _spread(losses, accs) | out
-
-
-def _positions(split) -> List[int]:
-    """For each tensor, its index among the personal tensors (-1 if wholly shared)."""
-    where = {t: j for j, t in enumerate(split.personal_tensors)}
-    return [where.get(i, -1) for i in range(len(split.masks))]
+        return _spread(losses, accs)

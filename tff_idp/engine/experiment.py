@@ -59,10 +59,18 @@ def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> 
 PARTITION_VERSION = 1   # bump when a partitioner changes: stored partitions are keyed by it
 
 
-def partition_clients(cfg: ExperimentConfig, data: ArrayData, persist: bool = True):
+def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray]:
     """Training-example ids per client, by ``cfg.partition`` (tff_idp.data.partition), built
-    once per (data set, partition, parameter, clients, seed) in the data store. With
-    ``persist=False``: (ids, save), ``save`` storing a new partition later (or None)."""
+    once per (data set, partition, parameter, clients, seed) in the data store."""
+    parts, save = pending_partition(cfg, data)
+    if save is not None:
+        save()
+    return parts
+
+
+def pending_partition(cfg: ExperimentConfig, data: ArrayData):
+    """:func:`partition_clients` without the write: (ids, save), ``save`` storing a newly
+    built partition (None when it is stored already or the data set has its own clients)."""
     n, y = cfg.num_clients, data.y_train
     if cfg.partition == "natural":
         own = data.clients
@@ -74,7 +82,7 @@ def partition_clients(cfg: ExperimentConfig, data: ArrayData, persist: bool = Tr
             chosen = np.sort(np.random.default_rng(cfg.seed).choice(len(own), n,
                                                                     replace=False))
             parts = [own[i] for i in chosen]
-        return parts if persist else (parts, None)
+        return parts, None
 
     def build():
         if cfg.partition == "iid":
@@ -90,7 +98,7 @@ def partition_clients(cfg: ExperimentConfig, data: ArrayData, persist: bool = Tr
     key = dict(partition=cfg.partition, param=cfg.partition_param, clients=n, seed=cfg.seed,
                examples=len(y), v=PARTITION_VERSION)
     try:
-        return DataStore(cfg.data_root).partition(cfg.dataset, key, build, persist)
+        return DataStore(cfg.data_root).pending_partition(cfg.dataset, key, build)
     except ValueError as e:
         raise ConfigError(f"partition={cfg.partition!r}: {e}") from e
 
@@ -125,9 +133,10 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
     groups, setting, plans = plan_all(cfg)     # every refusal before the first write
-    if persist:
-        return Experiment(cfg, data, partition_clients(cfg, data), groups, setting, plans)
-    indices, save = partition_clients(cfg, data, persist=False)
+    indices, save = pending_partition(cfg, data)
+    if persist and save is not None:
+        save()
+        save = None
     return Experiment(cfg, data, indices, groups, setting, plans, save)
 
 

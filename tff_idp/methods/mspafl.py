@@ -100,15 +100,14 @@ class MSPAFL(Method):
                 for w, u, m in zip(weights, aggregate, masks)]
 
     def check_experiment(self, exp):
-        """Qb distinct examples must exist under WOR (eq. 9)."""
+        """Every client's subsampling rate exists (eq. 9: Qb distinct examples under WOR):
+        the smallest client is the one that can fail."""
         cfg = exp.cfg
-        if cfg.data_sampling == "wor":
-            need = cfg.local_steps * cfg.batch_size
-            smallest = min(len(i) for i in exp.client_indices)
-            if need > smallest:
-                yield ("data_sampling", cfg.data_sampling,
-                       f"local_steps x batch_size = {need} distinct examples per round, but a "
-                       f"client has only {smallest} (use 'wr' or smaller batches)")
+        smallest = min(len(i) for i in exp.client_indices)
+        try:
+            mspafl.subsample_rate(smallest, cfg.local_steps, cfg.batch_size, cfg.data_sampling)
+        except ValueError as e:
+            yield "data_sampling", cfg.data_sampling, str(e)
 
     def privacy_summary(self, plan, cfg, ledger, exp) -> dict:
         """The paper's bounds and an RDP value of the same mechanism, per client and

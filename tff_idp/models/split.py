@@ -69,6 +69,15 @@ class ParameterSplit:
         return int(sum(int(np.prod(s)) if m is None else int(m.sum())
                        for m, s in zip(self.masks, self.shapes)))
 
+    def combine(self, shared, personal) -> List:
+        """A client's weights: ``shared`` (the global model's tensors) where shared, its
+        personal rows (``personal``, one per :attr:`personal_tensors`, zero on shared
+        coordinates) where personal. Numpy arrays or tensors, with or without a leading
+        client axis."""
+        rows = dict(zip(self.personal_tensors, personal))
+        return [w if m is None else w * m + rows[i]
+                for i, (w, m) in enumerate(zip(shared, self.masks))]
+
     def trainable(self, part: str) -> List:
         """Per tensor, the factor its gradient is multiplied by in a local phase that trains
         ``part``: "all" (None everywhere: nothing masked), "shared" or "personal"."""
