@@ -36,10 +36,12 @@ class ExperimentConfig:
     allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n: clients the training set is split into
-    # "iid", "dirichlet", "pachinko", "classes", "shards" (label subsets) or "natural" (the
-    # data set's own clients: femnist, tff_shakespeare, tff_cifar100, shakespeare-leaf)
+    # "iid", "dirichlet", "pachinko", "classes" (s classes each, dealt round-robin),
+    # "dealt_classes" (s class slots each, dealt at random as FedRep/CENTAUR), "shards" (label
+    # subsets) or "natural" (the data set's own clients: femnist, tff_shakespeare,
+    # tff_cifar100, shakespeare-leaf)
     partition: str = "iid"
-    # dirichlet: concentration lambda; classes: classes per client s; pachinko: alpha
+    # dirichlet: concentration lambda; classes, dealt_classes: classes per client s; pachinko: alpha
     # (TFF's 0.1; beta = 10); shards: shards per client (default 1); unused otherwise
     partition_param: Optional[float] = None
     # fraction of clients in each privacy group (sums to 1)
@@ -85,6 +87,30 @@ class ExperimentConfig:
     personal: Optional[str] = None
     personal_steps: int = 5                   # fedrep: steps on the personal part first ...
     personal_epochs: Optional[int] = None     # ... or passes over the client's data
+    # paper 001 (DP-pFedDSU and its baselines): the head's fine-tuning epochs on features
+    # computed once (centaur, dp_pfeddsu: the stored head; dp_fedavg_fb, pmtl_ft, ppsgd: a
+    # throw-away copy for evaluation) and its learning rate (unset: local_lr)
+    head_epochs: int = 15
+    head_lr: Optional[float] = None
+    weight_decay: float = 0.0                 # client SGD: g + weight_decay * theta (PyTorch)
+    # DP-pFedDSU: fraction S of each masked kernel kept (top-k by magnitude), how many of the
+    # extractor's last kernels are masked, lambda of the norm penalty (Eq. 10), where masks
+    # come from ("local": each client's own weights, as the paper; "global": the broadcast
+    # weights, one mask for every client) and whether evaluation uses the masked forward
+    dsu_sparsity: float = 0.05
+    dsu_layers: int = 4
+    dsu_lambda: float = 0.2
+    dsu_mask: str = "local"
+    dsu_eval_masked: bool = True
+    ppsgd_head_epochs: int = 1                # PPSGD: epochs and lr of its personal additive
+    ppsgd_head_lr: float = 0.1                # head's update each round (CENTAUR's script)
+    # PMTL-FT's proximal term lambda ||theta - theta_global||^2: "intended" (with its
+    # gradient) or "reference" (the public code's term, which has no gradient)
+    pmtl_lambda: float = 1.0
+    pmtl_mode: str = "intended"
+    # fraction of each client's training examples held out for validation; > 0 makes the
+    # summary report the test accuracy at the round of best mean validation accuracy
+    validation_fraction: float = 0.0
     # MS-PAFL (paper 002): each upload's local budget eps_l and delta_l (Lemma 1), beta of the
     # check-in bound (Theorem 2), delta~ of the strong composition (Theorem 4), and how a
     # round's Qb examples are drawn: "wor" (Q disjoint batches) or "wr" (Qb uniform draws)
@@ -109,7 +135,7 @@ class ExperimentConfig:
         return self.delta if self.delta is not None else 1.0 / self.num_clients ** 1.1
 
 
-PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "shards", "natural")
+PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
 
@@ -195,7 +221,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("checkpoint_every", cfg.checkpoint_every, "must be >= 0")
     if cfg.test_examples is not None and cfg.test_examples < 1:
         _fail("test_examples", cfg.test_examples, "must be >= 1")
-    if cfg.partition in ("dirichlet", "classes") and not (cfg.partition_param or 0) > 0:
+    if cfg.partition in ("classes", "dealt_classes") and cfg.partition_param is not None and (
+            cfg.partition_param != int(cfg.partition_param)):
+        _fail("partition_param", cfg.partition_param, "classes per client must be an integer")
+    if cfg.partition in ("dirichlet", "classes", "dealt_classes") and \
+            not (cfg.partition_param or 0) > 0:
         _fail("partition_param", cfg.partition_param,
               f"partition={cfg.partition!r} needs a positive partition_param")
     if not cfg.budgets:
@@ -270,6 +300,30 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("personal_steps", cfg.personal_steps, "must be >= 1")
     if cfg.personal_epochs is not None and cfg.personal_epochs < 1:
         _fail("personal_epochs", cfg.personal_epochs, "must be >= 1")
+    if cfg.head_epochs < 1:
+        _fail("head_epochs", cfg.head_epochs, "must be >= 1")
+    for key in ("head_lr", "ppsgd_head_lr"):
+        if getattr(cfg, key) is not None and not getattr(cfg, key) > 0:
+            _fail(key, getattr(cfg, key), "must be positive")
+    if cfg.ppsgd_head_epochs < 1:
+        _fail("ppsgd_head_epochs", cfg.ppsgd_head_epochs, "must be >= 1")
+    if not cfg.weight_decay >= 0:
+        _fail("weight_decay", cfg.weight_decay, "must be >= 0")
+    if not 0 < cfg.dsu_sparsity <= 1:
+        _fail("dsu_sparsity", cfg.dsu_sparsity, "must be in (0, 1]: the fraction kept")
+    if cfg.dsu_layers < 1:
+        _fail("dsu_layers", cfg.dsu_layers, "must be >= 1")
+    if not cfg.dsu_lambda >= 0:
+        _fail("dsu_lambda", cfg.dsu_lambda, "must be >= 0")
+    if cfg.dsu_mask not in ("local", "global"):
+        _fail("dsu_mask", cfg.dsu_mask, "must be 'local' (each client's weights, the paper) "
+              "or 'global' (the broadcast weights)")
+    if not cfg.pmtl_lambda >= 0:
+        _fail("pmtl_lambda", cfg.pmtl_lambda, "must be >= 0")
+    if cfg.pmtl_mode not in ("intended", "reference"):
+        _fail("pmtl_mode", cfg.pmtl_mode, "must be 'intended' or 'reference'")
+    if not 0 <= cfg.validation_fraction < 1:
+        _fail("validation_fraction", cfg.validation_fraction, "must be in [0, 1)")
     if cfg.local_epsilon is not None and not cfg.local_epsilon > 0:
         _fail("local_epsilon", cfg.local_epsilon, "must be positive")
     for key in ("local_delta", "composition_delta"):

@@ -144,8 +144,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             update = _as_container(value.update)
             groups, seeds = value.group[None], value.seed[None]      # a cohort of one
             slots = value.slot[None] if hasattr(value, "slot") else None
+            support = None
+            if "support" in names:               # where this client's noise may land
+                support = [t[None] for t in tf.nest.flatten(_as_container(value.support))]
             noised, norm, was_clipped, bit = self.client_math(
-                [t[None] for t in tf.nest.flatten(update)], groups, seeds, state, counts)
+                [t[None] for t in tf.nest.flatten(update)], groups, seeds, state, counts,
+                support)
             # place the update in its group's row: an [M, ...] tensor per weight tensor
             grouped = [tf.reshape(value.group, [m] + [1] * (len(t.shape) - 1)) * t
                        for t in noised]
@@ -207,10 +211,12 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         return collections.OrderedDict((k, tf.constant(v, tf.float32))
                                        for k, v in self._params.items())
 
-    def client_math(self, tensors, groups, seeds, state, counts):
+    def client_math(self, tensors, groups, seeds, state, counts, support=None):
         """K clients at once (tensors [K, ...], one-hot groups [K, M], seeds [K, 2]; K = 1
         in the TFF client computation): clip client k to C_m (Alg. 1 line 12), add its share
-        of the group noise drawn from its own seed (line 13; ``noise_draw="client"``).
+        of the group noise drawn from its own seed (line 13; ``noise_draw="client"``),
+        times its ``support`` where given (per tensor [K, ...] 0/1 or None: DP-pFedDSU's
+        xi_i * M_tau, paper 001 Eq. 13).
         Returns (noised tensors [K, ...], pre-clip norms [K], clipped indicators [K], noised
         adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
         N(0, count_stddev^2), 0 without adaptive clipping)."""
@@ -219,6 +225,8 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         if self.noise_draw == "client":
             shares = self._noise_share(groups, state, counts)
             noise = self._on_shared(dpmath.gaussian_noise_per_client(clipped, shares, seeds))
+            if support is not None:
+                noise = [n if m is None else n * m for n, m in zip(noise, support)]
             noised = [c + n for c, n in zip(clipped, noise)]
         else:                                   # the server draws the group's noise
             noised = clipped

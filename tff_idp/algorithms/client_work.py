@@ -14,10 +14,12 @@ process; call it inside a ``tf.function`` so that TF orders the variable writes 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+from . import sparse_training
 
 
 def loss_fn(logits, labels):
@@ -40,6 +42,11 @@ class ClientProgram:
     split: object
     client_output: Callable
     server_update: Callable
+    # DP-pFedDSU's sparsified training (``models.reparam.TopKReparam``) or None
+    reparam: object = None
+    # the config's local_lr: a phase with its own lr (``Phase.lr``) takes lr * phase.lr /
+    # local_lr, so that both follow the round's decay
+    local_lr: float = 1.0
 
     @property
     def masks(self) -> List[Optional[np.ndarray]]:
@@ -55,6 +62,30 @@ class ClientProgram:
             return None
         return self.split.trainable(phase.train)
 
+    def phase_specs(self) -> List["PhaseSpec"]:
+        """What the trainers need of each phase (:class:`PhaseSpec`)."""
+        out = []
+        for ph in self.phases:
+            lr = getattr(ph, "lr", None)
+            out.append(PhaseSpec(
+                self.trainable(ph), 1.0 if lr is None else lr / self.local_lr,
+                self.reparam is not None and self.reparam.penalty > 0 and ph.train != "personal",
+                float(getattr(ph, "proximal", 0.0))))
+        return out
+
+    def send(self, start, final, batched: bool):
+        """What leaves a client and where its noise may land: (``client_output``, support),
+        the support per tensor a 0/1 mask or None (no mask beyond the split's). With
+        sparsified training the output is (theta_tau - theta_0) * M_tau (paper 001 Eq. 11
+        as reconstructed), M_tau the top-k masks of the final weights (``"local"``) or of
+        the broadcast ones (``"global"``), and the noise lands on M_tau only (Eq. 13)."""
+        out = self.client_output(start, final, self.masks)
+        if self.reparam is None:
+            return out, None
+        source = final if self.reparam.source == "local" else start
+        support = sparse_training.topk_masks(self.reparam, source, batched)
+        return sparse_training.apply_masks(out, support), support
+
     def start(self, weights, personal):
         """Each client's start weights: the broadcast weights where shared, its stored
         values where personal (tensors may carry a leading client axis)."""
@@ -65,16 +96,58 @@ class ClientProgram:
         return [final[i] * (1.0 - self.masks[i]) for i in self.personal]
 
 
+class PhaseSpec(NamedTuple):
+    """One phase as the trainers run it: per-tensor gradient masks (None: all trained), the
+    factor on the round's learning rate, whether DP-pFedDSU's norm penalty is on (Eq. 10)
+    and PMTL's proximal coefficient lambda (lambda ||theta - theta_0||^2; 0: none)."""
+    trainable: Optional[list] = None
+    lr_scale: float = 1.0
+    penalize: bool = False
+    proximal: float = 0.0
+
+
+ALL = PhaseSpec()
+
+
 class ClientTrainer:
     """Local training; ``train_phases`` reads tf.data datasets (the TFF process),
     ``train_on_batches_phases`` stacked [steps, batch, ...] tensors (the fast runner's client
     loop). Both run the same :meth:`step`; ``train_cohort_phases`` trains K clients at once
     with the same loss and :meth:`update` arithmetic."""
 
-    def __init__(self, optimizer: str = "sgd", momentum: float = 0.0):
+    def __init__(self, optimizer: str = "sgd", momentum: float = 0.0,
+                 weight_decay: float = 0.0, reparam=None):
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"client_optimizer={optimizer!r} is not 'sgd' or 'adam'")
         self.optimizer, self.momentum = optimizer, momentum
+        self.weight_decay, self.reparam = weight_decay, reparam
+
+    def _forward_masks(self, params, start, batched):
+        """The top-k masks of this step's forward pass (paper 001 Eqs. 6-7): from the
+        current weights (``"local"``: recomputed every step) or the round's start weights
+        (``"global"``); None without sparsified training."""
+        if self.reparam is None:
+            return None
+        source = params if self.reparam.source == "local" else start
+        return sparse_training.topk_masks(self.reparam, source, batched)
+
+    def _extra_terms(self, params, start, masks, grads, spec, batched):
+        """The gradient and loss terms beyond the data loss, in PyTorch's order (penalties,
+        then weight decay g + wd theta, then the phase's trainable masks): DP-pFedDSU's norm
+        penalty (Eq. 10), PMTL's proximal term, weight decay. Returns (grads, extra loss)."""
+        extra = 0.0
+        if spec.penalize:
+            value, pen = sparse_training.penalty(self.reparam, params, start, masks, batched)
+            grads = [g + q for g, q in zip(grads, pen)]
+            extra = extra + value
+        if spec.proximal:
+            lam = spec.proximal
+            diffs = [p - s for p, s in zip(params, start)]
+            grads = [g + 2.0 * lam * d for g, d in zip(grads, diffs)]
+            extra = extra + lam * _sum_squares(diffs, batched)
+        if self.weight_decay:
+            grads = [g + self.weight_decay * p for g, p in zip(grads, params)]
+        return _frozen(grads, spec.trainable), extra
 
     def zero_slots(self, v):
         """The optimizer's slots (a, b) for a variable like ``v``: momentum and second moment
@@ -84,15 +157,23 @@ class ClientTrainer:
         b = tf.zeros_like(v) if self.optimizer == "adam" else tf.zeros([])
         return a, b
 
-    def step(self, model, state, x, y, lr, w=None, trainable=None):
+    def step(self, model, state, x, y, lr, w=None, spec=ALL, start=None):
         """One mini-batch step; ``state`` = (loss sum, step count, optimizer slots).
         ``w`` (fast runner): 1/0 weight per example of a padded batch; the loss is the mean
         over the real examples (a short last batch, as tf.data gives it) and an all-padding
-        step changes nothing (no update, no optimizer step counted). ``trainable``: per
-        variable a 0/1 mask its gradient is multiplied by (None: trained as is), so a phase
-        that trains part of the model leaves the rest exactly where it was."""
+        step changes nothing (no update, no optimizer step counted). ``spec``
+        (:class:`PhaseSpec`): the gradient masks (a phase that trains part of the model
+        leaves the rest exactly where it was), the lr factor and the penalty terms, which
+        need the round's ``start`` weights. With sparsified training the forward pass runs
+        on theta * M (the variables hold theta * M for it and get theta back)."""
         loss_sum, count, slots = state
         variables = model.trainable_variables
+        params = [tf.identity(v) for v in variables]
+        masks = self._forward_masks(params, start, batched=False)
+        if masks is not None:
+            for v, p, m in zip(variables, params, masks):
+                if m is not None:
+                    v.assign(p * m)
         with tf.GradientTape() as tape:
             losses = tf.keras.losses.sparse_categorical_crossentropy(
                 y, model(x, training=True), from_logits=True)
@@ -102,10 +183,17 @@ class ClientTrainer:
                 real = tf.reduce_sum(w)
                 loss = tf.reduce_sum(w * losses) / tf.maximum(real, 1.0)
                 active = tf.cast(real > 0, tf.float32)
-        grads = _frozen(tape.gradient(loss, variables), trainable)
+        grads = tape.gradient(loss, variables)
+        if masks is not None:                        # d/d theta of L(theta * M) = M * L'
+            grads = [g if m is None else g * m for g, m in zip(grads, masks)]
+            for v, p, m in zip(variables, params, masks):
+                if m is not None:
+                    v.assign(p)
+        grads, extra = self._extra_terms(params, start, masks, grads, spec, batched=False)
+        loss = loss + extra
         new_slots = []
         for v, g, (a, b) in zip(variables, grads, slots):
-            step, a_new, b_new = self.update(g, a, b, count, lr)
+            step, a_new, b_new = self.update(g, a, b, count, lr * spec.lr_scale)
             if w is None:
                 v.assign_sub(step)
                 new_slots.append((a_new, b_new))
@@ -148,28 +236,29 @@ class ClientTrainer:
 
     def train_phases(self, model, start, datasets, lr, phases):
         """The TFF client's work in phases: from ``start`` (its own start weights), for each
-        phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch, trainable
-        masks)) fresh optimizer slots and that many steps. Returns (final weights, mean loss
-        over all steps)."""
+        phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch,
+        :class:`PhaseSpec`)) fresh optimizer slots and that many steps. Returns (final
+        weights, mean loss over all steps)."""
         loss_sum, count = self._begin(model, start)
-        for dataset, (steps, trainable) in zip(datasets, phases):
+        for dataset, (steps, spec) in zip(datasets, phases):
             phase_loss, phase_count, _ = dataset.take(-1 if steps is None else steps).reduce(
                 self._fresh(model),
-                lambda st, b, tr=trainable: self.step(model, st, b[0], b[1], lr, trainable=tr))
+                lambda st, b, sp=spec: self.step(model, st, b[0], b[1], lr, spec=sp,
+                                                 start=start))
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return ([tf.identity(v) for v in model.trainable_variables],
                 loss_sum / tf.maximum(count, 1.0))
 
     def train_on_batches_phases(self, model, start, phases, lr):
         """One client of the fast runner's client loop, in phases: ``phases`` =
-        [(xs [steps, batch, ...], ys, ws or None, trainable masks)]. Returns (final weights,
-        mean loss over all steps)."""
+        [(xs [steps, batch, ...], ys, ws or None, :class:`PhaseSpec`)]. Returns (final
+        weights, mean loss over all steps)."""
         loss_sum, count = self._begin(model, start)
-        for xs, ys, ws, trainable in phases:
+        for xs, ys, ws, spec in phases:
             state = self._fresh(model)
             for s in tf.range(tf.shape(xs)[0]):
                 state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s],
-                                  trainable)
+                                  spec, start)
             loss_sum, count = loss_sum + state[0], count + state[1]
         return ([tf.identity(v) for v in model.trainable_variables],
                 loss_sum / tf.maximum(count, 1.0))
@@ -178,7 +267,7 @@ class ClientTrainer:
         """One client from ``weights`` through one phase training everything: ``xs``
         [steps, batch, ...]; ``ws`` [steps, batch] example weights (padding 0). Returns
         (delta, mean loss)."""
-        final, loss = self.train_on_batches_phases(model, weights, [(xs, ys, ws, None)], lr)
+        final, loss = self.train_on_batches_phases(model, weights, [(xs, ys, ws, ALL)], lr)
         return [f - w for f, w in zip(final, weights)], loss
 
     def train_cohort(self, cohort_model, weights, xs, ys, lr, ws=None):
@@ -189,36 +278,80 @@ class ClientTrainer:
         Returns (deltas [K, ...] per weight tensor, mean loss per client [K])."""
         k = tf.shape(xs)[0]
         params = [tf.repeat(w[None], k, axis=0) for w in weights]
-        final, loss = self.train_cohort_phases(cohort_model, params, [(xs, ys, ws, None)], lr)
+        final, loss = self.train_cohort_phases(cohort_model, params, [(xs, ys, ws, ALL)], lr)
         return [p - w[None] for p, w in zip(final, weights)], loss
 
-    def train_cohort_phases(self, cohort_model, params, phases, lr):
+    def train_cohort_phases(self, cohort_model, params, phases, lr, readout=None):
         """:meth:`train_cohort` from per-client start weights ``params`` ([K, ...] per
         tensor: the broadcast shared part and each client's personal part) through
-        ``phases`` = [(xs, ys, ws or None, trainable masks)], fresh optimizer slots in each.
-        Returns (final weights [K, ...] per tensor, mean loss per client over all steps)."""
+        ``phases`` = [(xs, ys, ws or None, :class:`PhaseSpec`[, order])], fresh optimizer
+        slots in each. A phase with an ``order`` trains the read-out alone on features
+        computed once (``readout``: the read-out's tensor indices; ``xs`` [K, n, ...] each
+        client's examples once, ``order`` [K, steps, batch] indices into them, ``ws`` their
+        weights): the same steps as on the examples themselves, the layers below being
+        frozen. Returns (final weights [K, ...] per tensor, mean loss per client over all
+        steps)."""
+        start = list(params)
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
-        for xs, ys, ws, trainable in phases:
-            params, phase_loss, phase_count = self._cohort_steps(cohort_model, params, xs, ys,
-                                                                 ws, lr, trainable)
+        for phase in phases:
+            xs, ys, ws, spec = phase[:4]
+            if len(phase) > 4:                   # on features computed once
+                params, phase_loss, phase_count = self._readout_steps(
+                    cohort_model, params, start, xs, ys, ws, phase[4], lr, spec, readout)
+            else:
+                params, phase_loss, phase_count = self._cohort_steps(
+                    cohort_model.apply, params, start, xs, ys, ws, lr, spec)
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return params, loss_sum / tf.maximum(count, 1.0)
 
-    def _cohort_steps(self, cohort_model, params, xs, ys, ws, lr, trainable):
+    def _readout_steps(self, cohort_model, params, start, xs, ys, ws, order, lr, spec,
+                       readout):
+        """A phase that trains the read-out alone, on each client's features computed once
+        (with the forward pass's masks under sparsified training): the read-out's tensors go
+        through :meth:`_cohort_steps` with the features as inputs, batches gathered by
+        ``order``."""
+        masks = self._forward_masks(params, start, batched=True)
+        body = params if masks is None else sparse_training.apply_masks(params, masks)
+        feats = cohort_model.features(body, xs)                        # [K, n, f]
+        head = [params[i] for i in readout]
+        head_spec = spec._replace(
+            trainable=None if spec.trainable is None else [spec.trainable[i] for i in readout])
+        if spec.penalize or spec.proximal:
+            raise ValueError("a read-out phase has no penalty terms")
+        trained, loss_sum, count = self._cohort_steps(
+            cohort_model.apply_readout, head, [start[i] for i in readout], feats, ys, ws, lr,
+            head_spec, order, sparsify=False)
+        params = list(params)
+        for i, t in zip(readout, trained):
+            params[i] = t
+        return params, loss_sum, count
+
+    def _cohort_steps(self, apply, params, start, xs, ys, ws, lr, spec, order=None,
+                      sparsify=True):
         """The steps of one phase for K clients (:meth:`train_cohort`) with fresh optimizer
-        slots and step count. Returns (params, loss sum [K], steps taken [K])."""
-        k = tf.shape(xs)[0]
+        slots and step count; ``apply(params, x)`` gives the logits. ``order`` [K, steps,
+        batch]: batches are ``xs`` rows gathered by it (features computed once; the read-out
+        is not sparsified: ``sparsify=False``). Returns (params, loss sum [K], steps taken
+        [K])."""
+        k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
         slots = [self.zero_slots(p) for p in params]
-        for s in tf.range(tf.shape(xs)[1]):
+        steps = tf.shape(xs)[1] if order is None else tf.shape(order)[1]
+        for s in tf.range(steps):
             tf.autograph.experimental.set_loop_options(shape_invariants=[   # a chunk of one
                 (loss_sum, tf.TensorShape([None])), (count, tf.TensorShape([None]))])
-            x, y = xs[:, s], ys[:, s]
+            if order is None:
+                x, y = xs[:, s], ys[:, s]
+            else:
+                x = tf.gather(xs, order[:, s], batch_dims=1)
+                y = tf.gather(ys, order[:, s], batch_dims=1)
+            masks = self._forward_masks(params, start, batched=True) if sparsify else None
             with tf.GradientTape() as tape:
                 tape.watch(params)
+                fwd = params if masks is None else sparse_training.apply_masks(params, masks)
                 losses = tf.keras.losses.sparse_categorical_crossentropy(
-                    y, cohort_model.apply(params, x), from_logits=True)       # [K, batch]
+                    y, apply(fwd, x), from_logits=True)                        # [K, batch]
                 if ws is None:
                     loss, active = tf.reduce_mean(losses, axis=1), tf.ones([k])
                 else:
@@ -226,12 +359,14 @@ class ClientTrainer:
                     loss = tf.reduce_sum(ws[:, s] * losses, axis=1) / tf.maximum(real, 1.0)
                     active = tf.cast(real > 0, tf.float32)
                 total = tf.reduce_sum(loss)      # clients do not interact: d total / d params_k
-            grads = _frozen(tape.gradient(total, params), trainable)   # is client k's own
+            grads = tape.gradient(total, params)      # is client k's own (masked through fwd)
+            grads, extra = self._extra_terms(params, start, masks, grads, spec, batched=True)
+            loss = loss + extra
             new_params, new_slots = [], []
             for p, g, (a, b) in zip(params, grads, slots):
                 shape = tf.concat([[k], tf.ones([tf.rank(p) - 1], tf.int32)], 0)
                 on, n = tf.reshape(active, shape), tf.reshape(count, shape)
-                step, a_new, b_new = self.update(g, a, b, n, lr)
+                step, a_new, b_new = self.update(g, a, b, n, lr * spec.lr_scale)
                 if ws is None:
                     new_params.append(p - step)
                     new_slots.append((a_new, b_new))
@@ -241,6 +376,13 @@ class ClientTrainer:
             params, slots = new_params, new_slots
             loss_sum, count = loss_sum + active * loss, count + active
         return params, loss_sum, count
+
+
+def _sum_squares(tensors, batched):
+    if batched:
+        return tf.add_n([tf.reduce_sum(tf.reshape(tf.square(t), [tf.shape(t)[0], -1]), axis=1)
+                         for t in tensors])
+    return tf.add_n([tf.reduce_sum(tf.square(t)) for t in tensors])
 
 
 def _frozen(grads, trainable):

@@ -44,7 +44,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            local_lr: float = 0.1, lr_decay: float = 0.99,
                            momentum: float = 0.0, local_steps: Optional[int] = 5,
                            client_optimizer: str = "sgd", server_lr: float = 1.0,
-                           program: Optional[ClientProgram] = None):
+                           program: Optional[ClientProgram] = None,
+                           weight_decay: float = 0.0):
     """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets.
 
     ``local_steps=None`` trains on the whole client dataset (the runner makes it finite, e.g.
@@ -63,7 +64,9 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            tuple(w.shape for w in weights_np)),
             Method.client_output, Method.server_update)
     masks, personal = program.masks, program.personal
-    phases = [(None if ph.epochs else ph.steps, program.trainable(ph)) for ph in program.phases]
+    phases = [(None if ph.epochs else ph.steps, spec)
+              for ph, spec in zip(program.phases, program.phase_specs())]
+    sparse = program.reparam is not None       # clients also say where their noise lands
     sequence = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
     data_type = sequence if len(phases) == 1 else tff.StructWithPythonType(
         [sequence] * len(phases), list)
@@ -77,7 +80,10 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     if grouped:   # our group-aware factories aggregate (update, group, seed)
         update_process = aggregation_factory.create(tff.StructType(
             [("update", weights_type), ("group", info_type["group"]),
-             ("seed", info_type["seed"]), ("slot", info_type["slot"])]))
+             ("seed", info_type["seed"]), ("slot", info_type["slot"])]
+            + ([("support", weights_type)] if sparse else [])))
+    elif sparse:
+        raise ValueError("sparsified client updates need a group-aware aggregation factory")
     else:         # any stock TFF factory (e.g. DifferentiallyPrivateFactory) sees the update
         update_process = aggregation_factory.create(weights_type)
 
@@ -97,15 +103,21 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         return tf.constant(local_lr, tf.float32) * tf.pow(
             tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    trainer = ClientTrainer(client_optimizer, momentum)
+    trainer = ClientTrainer(client_optimizer, momentum, weight_decay, program.reparam)
 
     def work(model, weights, data, lr, kept):
-        """Start (shared from the server, personal from the client), phases, output."""
+        """Start (shared from the server, personal from the client), phases, output (and,
+        with sparsified training, its support: a full-shape 0/1 per tensor)."""
         start = program.start(weights, kept)
         final, loss = trainer.train_phases(model, start, [data] if len(phases) == 1
                                            else list(data), lr, phases)
-        return program.client_output(start, final, masks), loss, program.kept(final)
+        out, support = program.send(start, final, batched=False)
+        if sparse:
+            out = [out, [tf.ones_like(w) if m is None else m for w, m in zip(start, support)]]
+        return out, loss, program.kept(final)
 
+    output_type = tff.StructWithPythonType([weights_type, weights_type], list) if sparse \
+        else weights_type
     if personal:
         @tff.tensorflow.computation(weights_type, data_type, np.float32, personal_type)
         def client_train(weights, data, lr, kept):
@@ -115,10 +127,14 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         def client_train(weights, data, lr):
             return tf.function(work)(model_fn(), list(weights), data, lr, [])[:2]
 
-    @tff.tensorflow.computation(weights_type, info_type)
-    def pack(delta, info):
-        return collections.OrderedDict(update=delta, group=info["group"], seed=info["seed"],
-                                       slot=info["slot"])
+    @tff.tensorflow.computation(output_type, info_type)
+    def pack(output, info):
+        value = collections.OrderedDict(
+            update=output[0] if sparse else output, group=info["group"], seed=info["seed"],
+            slot=info["slot"])
+        if sparse:
+            value["support"] = output[1]
+        return value
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):

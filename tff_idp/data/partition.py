@@ -143,3 +143,50 @@ def label_shards(labels: np.ndarray, num_clients: int, shards_each: int, seed: i
     pieces = np.array_split(order, shards)
     deal = rng.permutation(shards).reshape(num_clients, shards_each)
     return [np.sort(np.concatenate([pieces[s] for s in row])) for row in deal]
+
+
+def dealt_classes(labels: np.ndarray, num_clients: int, classes_each: int, seed: int):
+    """Classes dealt at random, as FedRep and CENTAUR deal them (paper 001 partitions
+    "following [15]"; CENTAUR ``utils/data_utils.py:noniid``, snapshot 71e092e): the list of
+    class slots, every class repeated ``num_clients * classes_each / C`` times (when that is
+    not a whole number the first classes of a shuffled order take one slot more), is shuffled
+    and cut into ``classes_each`` slots per client; each class's examples, shuffled, are cut
+    into as many equal shards as it has slots, one per slot. As in CENTAUR's code (whose retry
+    loop draws once) a client may be dealt the same class twice: it then holds two shards of
+    it and fewer distinct classes (CIFAR-10, s = 10, N = 20: 6.6 on average)."""
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    if not 0 < classes_each <= len(classes):
+        raise ValueError(f"classes per client {classes_each} must be in [1, {len(classes)}]")
+    rng = np.random.default_rng(seed)
+    slots = num_clients * classes_each
+    per_class = np.full(len(classes), slots // len(classes))
+    per_class[rng.permutation(len(classes))[:slots % len(classes)]] += 1
+    deal = rng.permutation(np.repeat(classes, per_class)).reshape(num_clients, classes_each)
+    shards = {}
+    for c, count in zip(classes, per_class):
+        if count:
+            shards[c] = np.array_split(rng.permutation(np.flatnonzero(labels == c)), count)
+    parts = [[] for _ in range(num_clients)]
+    for client, row in enumerate(deal):
+        for c in row:
+            parts[client].extend(shards[c].pop().tolist())
+    return [np.sort(np.asarray(p, dtype=int)) for p in parts]
+
+
+def validation_split(client_indices: Sequence[np.ndarray], fraction: float, seed: int):
+    """Hold out ``fraction`` of each client's training examples for validation (CENTAUR's
+    ``--validation_ratio .1``; paper 001 reports the test accuracy at the round of best mean
+    validation accuracy): per client a seeded random floor(fraction * n) of its ids, at least
+    one when fraction > 0 and the client has two or more. Returns (train ids, validation
+    ids) per client."""
+    train, val = [], []
+    for c, idx in enumerate(client_indices):
+        n = len(idx)
+        k = int(np.floor(fraction * n))
+        if fraction > 0 and n >= 2:
+            k = min(max(k, 1), n - 1)
+        order = np.random.default_rng([seed, c, 0x5A1]).permutation(n)
+        val.append(np.sort(idx[order[:k]]))
+        train.append(np.sort(idx[order[k:]]))
+    return train, val

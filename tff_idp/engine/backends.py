@@ -46,7 +46,7 @@ class TFFBackend:
         self.process = build_group_dp_process(
             model_fn, w0, factory, element_spec, plan.num_aggregation_groups, cfg.local_lr,
             cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
-            cfg.client_optimizer, cfg.server_lr, program)
+            cfg.client_optimizer, cfg.server_lr, program, cfg.weight_decay)
         self.state = self.process.initialize()
 
     @property
@@ -64,9 +64,11 @@ class TFFBackend:
     def datasets(self, batches):
         """Each client's arrays as batches, per phase: full ``batch_size`` batches (steps;
         exactly that many examples are given) or, in a phase of epochs, a short last one;
-        one dataset per client with one phase, a list of them with several."""
-        per_phase = [[tf.data.Dataset.from_tensor_slices((x, y)).batch(
-            self.batch_size, drop_remainder=not phase.epochs) for x, y in examples]
+        one dataset per client with one phase, a list of them with several. A phase on
+        features computed once gets its examples in training order (``expand``): the TFF
+        client runs the full forward pass, the same steps."""
+        per_phase = [[tf.data.Dataset.from_tensor_slices(expand(e)).batch(
+            self.batch_size, drop_remainder=not phase.epochs) for e in examples]
             for phase, examples in zip(self.program.phases, batches)]
         return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
 
@@ -86,6 +88,15 @@ class TFFBackend:
                 "adaptive_clip": _agg_metric(agg, "clip")}, list(personal)
 
 
+def expand(examples):
+    """A client's (x, y) of a phase in training order: (x, y) as given, or (x[order],
+    y[order]) for a phase on features computed once, which gives (x, y, order)."""
+    if len(examples) == 3:
+        x, y, order = examples
+        return x[order], y[order]
+    return examples
+
+
 class FastBackend:
     name = "fast"
 
@@ -102,8 +113,13 @@ class FastBackend:
         self.mode = "cohort" if self.cohort_model is not None else "client-loop"
         self.state = factory.initial_state_tensors()
         self._weights = [tf.constant(w, tf.float32) for w in w0]
-        self.trainer = ClientTrainer(cfg.client_optimizer, cfg.momentum)
-        self.trainable = [program.trainable(ph) for ph in program.phases]
+        self.trainer = ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay,
+                                     program.reparam)
+        self.specs = program.phase_specs()
+        # phases on features computed once, when the chunk's clients train together
+        self.cached = [bool(getattr(ph, "on_features", False)) and self.cohort_model is not None
+                       and self.cohort_model.readout_tensors is not None
+                       for ph in program.phases]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
 
     @property
@@ -119,12 +135,12 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts):
+    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
         """Clip and noise K clients' updates (``client_math``, one implementation with the
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
         contributions and statistics."""
         noised, norm, clipped, bit = self.factory.client_math(deltas, groups, seeds, state,
-                                                              counts)
+                                                              counts, support)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.factory.client_extra(groups, seeds, slots, noised)
         stats = tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
@@ -141,11 +157,12 @@ class FastBackend:
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
             final, losses = self.trainer.train_cohort_phases(
-                self.cohort_model, start,
-                [(xs, ys, ws, tr) for (xs, ys, ws), tr in zip(data, self.trainable)], lr)
-            sums, extra, stats = self._aggregate(program.client_output(start, final,
-                                                                       program.masks),
-                                                 losses, groups, seeds, slots, state, counts)
+                self.cohort_model, start, [d[:3] + (spec,) + d[3:]
+                                           for d, spec in zip(data, self.specs)],
+                lr, self.cohort_model.readout_tensors)
+            out, support = program.send(start, final, batched=True)
+            sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
+                                                 counts, support)
             return sums, extra, stats, program.kept(final)
         sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
         extra = self.factory.client_extra_zeros(weights)
@@ -154,15 +171,43 @@ class FastBackend:
         for k in tf.range(tf.shape(groups)[0]):      # one client after another
             start = program.start(weights, [p[k] for p in personal])
             final, loss = self.trainer.train_on_batches_phases(
-                self.model, start, [(xs[k], ys[k], None if ws is None else ws[k], tr)
-                                    for (xs, ys, ws), tr in zip(data, self.trainable)], lr)
-            out = program.client_output(start, final, program.masks)
-            part, e, st = self._aggregate([d[None] for d in out], loss[None], groups[k:k + 1],
-                                          seeds[k:k + 1], slots[k:k + 1], state, counts)
+                self.model, start, [(xs[k], ys[k], None if ws is None else ws[k], spec)
+                                    for (xs, ys, ws), spec in zip(data, self.specs)], lr)
+            out, support = program.send(start, final, batched=False)
+            part, e, st = self._aggregate(
+                [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
+                slots[k:k + 1], state, counts,
+                None if support is None else [m if m is None else m[None] for m in support])
             sums = [acc + p for acc, p in zip(sums, part)]
             extra, stats = extra + e, stats + st
             kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
         return sums, extra, stats, [ta.stack() for ta in kept]
+
+    def _phase_arrays(self, examples, phase, cached):
+        """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples
+        in training order, or (phase on features computed once, cohort mode)
+        :meth:`_cached_arrays`."""
+        if cached:
+            return self._cached_arrays(examples)
+        return self._padded_batches([expand(e) for e in examples], phase)
+
+    def _cached_arrays(self, examples):
+        """(xs [K, n_max, ...] each client's examples once, zero-padded; ys [K, n_max];
+        ws [K, steps, batch] 1/0 weights; order [K, steps, batch] indices into xs): the
+        batches of :meth:`_padded_batches` for a phase of epochs, as indices."""
+        bsz = self.cfg.batch_size
+        n_max = max(len(e[1]) for e in examples)
+        steps = max(1, max(-(-len(e[2]) // bsz) for e in examples))
+        x0 = examples[0][0]
+        xs = np.zeros((len(examples), n_max) + x0.shape[1:], x0.dtype)
+        ys = np.zeros((len(examples), n_max), examples[0][1].dtype)
+        order = np.zeros((len(examples), steps * bsz), np.int32)
+        ws = np.zeros((len(examples), steps * bsz), np.float32)
+        for c, (x, y, o) in enumerate(examples):
+            xs[c, :len(y)], ys[c, :len(y)] = x, y
+            order[c, :len(o)], ws[c, :len(o)] = o, 1.0
+        return (xs, ys, ws.reshape(len(examples), steps, bsz),
+                order.reshape(len(examples), steps, bsz))
 
     def _padded_batches(self, examples, phase):
         """Every client's batches of one phase as [clients, steps, batch, ...] arrays with
@@ -186,7 +231,8 @@ class FastBackend:
                 ys.reshape(len(examples), steps, bsz), ws.reshape(len(examples), steps, bsz))
 
     def step(self, batches, infos, rnd, personal=()):
-        data = [self._padded_batches(b, ph) for b, ph in zip(batches, self.program.phases)]
+        data = [self._phase_arrays(b, ph, c)
+                for b, ph, c in zip(batches, self.program.phases, self.cached)]
         groups = np.stack([i["group"] for i in infos]).astype(np.float32)
         seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
         counts = tf.constant(groups.sum(0), tf.float32)
@@ -197,7 +243,7 @@ class FastBackend:
             b = a + self.chunk
             part, e, s, rows = self._chunk_fn(
                 self._weights, self.state,
-                tuple((xs[a:b], ys[a:b], None if ws is None else ws[a:b]) for xs, ys, ws in data),
+                tuple(tuple(None if t is None else t[a:b] for t in d) for d in data),
                 groups[a:b], seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e

@@ -106,6 +106,15 @@ class CohortModel:
             n = len(layer.trainable_weights)
             self._slots.append((layer, list(range(index, index + n))))
             index += n
+        from ..models import readout
+        found = readout(model)      # logits = sum of Dense layers on one feature tensor
+        self._heads, self.readout_tensors, self._feature_layer = [], None, None
+        if found is not None:
+            tensor, heads = found
+            self._feature_layer = tensor._keras_history.layer
+            slot = {layer.name: idx for layer, idx in self._slots}
+            self._heads = [(h, slot[h.name]) for h in heads]
+            self.readout_tensors = [i for _, idx in self._heads for i in idx]
 
     @staticmethod
     def supports(model) -> bool:
@@ -115,8 +124,9 @@ class CohortModel:
     def why_not(model) -> Optional[str]:
         return _unsupported_reason(model)
 
-    def apply(self, params: List[tf.Tensor], x: tf.Tensor) -> tf.Tensor:
-        """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]."""
+    def apply(self, params: List[tf.Tensor], x: tf.Tensor, upto=None) -> tf.Tensor:
+        """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]
+        (``upto``: the output of that layer instead, [K, B, ...])."""
         k = tf.shape(x)[0]
         out = {}                                  # layer name -> (activation, layout)
         for layer, idx in self._slots:
@@ -128,8 +138,38 @@ class CohortModel:
             if not ins:                           # a Sequential model's first layer
                 ins = [(x, _CLIENTS)]
             out[layer.name] = _apply_layer(layer, ins, w, k)
-        h, layout = out[self.model.layers[-1].name]
+            if layer is upto:
+                break
+        h, layout = out[(upto or self.model.layers[-1]).name]
         return _to_clients(h, layout, k)
+
+    def features(self, params: List[tf.Tensor], x: tf.Tensor, chunk: int = 256) -> tf.Tensor:
+        """The read-out's input features [K, n, f] of every client's examples ``x``
+        [K, n, ...], ``chunk`` examples per client at a time (memory)."""
+        if self._feature_layer is None:
+            raise ValueError(f"model {self.model.name!r} has no linear read-out")
+        k, n = tf.shape(x)[0], tf.shape(x)[1]
+        if isinstance(self._feature_layer, L.InputLayer):     # a read-out on the inputs
+            return tf.reshape(x, [k, n, -1])
+        pad = (-n) % chunk
+        x = tf.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
+        pieces = tf.reshape(x, tf.concat([[k, (n + pad) // chunk, chunk], tf.shape(x)[2:]], 0))
+        pieces = tf.transpose(pieces, tf.concat([[1, 0], tf.range(2, tf.rank(pieces))], 0))
+        feats = tf.map_fn(lambda xb: self.apply(params, xb, upto=self._feature_layer), pieces,
+                          fn_output_signature=tf.float32)              # [c, K, chunk, f]
+        feats = tf.transpose(feats, [1, 0, 2, 3])
+        return tf.reshape(feats, [k, n + pad, -1])[:, :n]
+
+    def apply_readout(self, params: List[tf.Tensor], feats: tf.Tensor) -> tf.Tensor:
+        """Logits [K, B, classes] from features [K, B, f] and the read-out's tensors
+        (``readout_tensors`` order): the sum of its Dense layers."""
+        out, pos = None, 0
+        for layer, idx in self._heads:
+            w = params[pos:pos + len(idx)]
+            pos += len(idx)
+            y = _dense(feats, w, layer.use_bias)
+            out = y if out is None else out + y
+        return out
 
 
 def _apply_layer(layer, ins, w, k):

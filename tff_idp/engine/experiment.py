@@ -12,8 +12,8 @@ import numpy as np
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig
 from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
-                    classes_per_client, dirichlet_label_skew, iid_partition, label_shards, load,
-                    pachinko)
+                    classes_per_client, dealt_classes, dirichlet_label_skew, iid_partition,
+                    label_shards, load, pachinko, validation_split)
 from ..methods import METHODS
 from ..privacy import BudgetExceededError, PrivacyLedger
 
@@ -28,6 +28,8 @@ class Experiment:
     plans: Dict[str, MethodPlan]
     # stores a newly built partition (prepare(persist=False): after every check has passed)
     save_partition: Optional[Callable[[], object]] = None
+    # held-out validation ids per client (``validation_fraction`` > 0), else None
+    client_validation: Optional[List[np.ndarray]] = None
 
     @property
     def group_members(self) -> List[np.ndarray]:
@@ -91,6 +93,8 @@ def pending_partition(cfg: ExperimentConfig, data: ArrayData):
             return dirichlet_label_skew(y, n, cfg.partition_param, cfg.seed)
         if cfg.partition == "classes":
             return classes_per_client(y, n, int(cfg.partition_param), cfg.seed)
+        if cfg.partition == "dealt_classes":
+            return dealt_classes(y, n, int(cfg.partition_param), cfg.seed)
         if cfg.partition == "shards":
             return label_shards(y, n, int(cfg.partition_param or 1), cfg.seed)
         return pachinko(y, n, len(y) // n, cfg.seed, alpha=cfg.partition_param or 0.1)
@@ -134,10 +138,13 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
                           f"training examples of {cfg.dataset}")
     groups, setting, plans = plan_all(cfg)     # every refusal before the first write
     indices, save = pending_partition(cfg, data)
+    validation = None
+    if cfg.validation_fraction > 0:
+        indices, validation = validation_split(indices, cfg.validation_fraction, cfg.seed)
     if persist and save is not None:
         save()
         save = None
-    return Experiment(cfg, data, indices, groups, setting, plans, save)
+    return Experiment(cfg, data, indices, groups, setting, plans, save, validation)
 
 
 def plan_all(cfg: ExperimentConfig):

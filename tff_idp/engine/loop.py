@@ -48,13 +48,20 @@ def _seed32(*parts) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31 - 1))
 
 
-def build_model_fn(exp: Experiment) -> Callable[[], tf.keras.Model]:
+def build_model_fn(exp: Experiment, method: Optional[str] = None
+                   ) -> Callable[[], tf.keras.Model]:
+    """The config's model (as ``method``'s plug-in builds on it: PPSGD's additive head)."""
     d = exp.data
     shape = tuple(d.x_train.shape[1:])
     input_dim = int(np.prod(shape))
-    return lambda: models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
-                                num_classes=d.num_classes, vocab_size=d.num_classes,
-                                seq_len=shape[0])
+    plugin = METHODS[method] if method is not None else None
+
+    def build():
+        model = models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
+                             num_classes=d.num_classes, vocab_size=d.num_classes,
+                             seq_len=shape[0])
+        return model if plugin is None else plugin.build_model(model)
+    return build
 
 
 def input_dtype(data) -> tf.DType:
@@ -73,10 +80,15 @@ def client_program(exp: Experiment, method: str, model) -> ClientProgram:
     plugin = METHODS[method]
     try:
         split = split_model(model, plugin.split_spec(exp.cfg))
+        reparam = plugin.reparam(exp.cfg, model, split)
     except ValueError as e:
         raise ConfigError(str(e)) from e
-    return ClientProgram(plugin.phases(exp.cfg), split, plugin.client_output,
-                         plugin.server_update)
+    phases = plugin.phases(exp.cfg)
+    if any(ph.on_features for ph in phases) and models.readout(model) is None:
+        raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a linear read-out "
+                          "(a Dense head) and the model has none")
+    return ClientProgram(phases, split, plugin.client_output, plugin.server_update, reparam,
+                         exp.cfg.local_lr)
 
 
 def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
@@ -84,7 +96,7 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
     """The backend runner of ``method`` (its plug-in's aggregator and client program, or
     ``program``), before any round: (runner, program, initial weights)."""
     cfg, plan = exp.cfg, exp.plans[method]
-    model_fn = build_model_fn(exp)
+    model_fn = build_model_fn(exp, method)
     w0 = initial_weights(exp, model_fn)
     program = program or client_program(exp, method, model_fn())
     factory = METHODS[method].aggregation_factory(
@@ -106,9 +118,12 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
 def check_methods(exp: Experiment) -> None:
     """Every method's client program can be built on the experiment's model (one-line
     ConfigError otherwise): run before anything is written."""
-    model_fn = build_model_fn(exp)
     for method in exp.cfg.methods:
-        client_program(exp, method, model_fn())
+        try:
+            model = build_model_fn(exp, method)()
+        except ValueError as e:
+            raise ConfigError(f"model={exp.cfg.model!r}: {e}") from e
+        client_program(exp, method, model)
         for key, value, why in METHODS[method].check_experiment(exp):
             raise ConfigError(f"{key}={value!r}: {why}")
 
@@ -117,6 +132,23 @@ def check_methods(exp: Experiment) -> None:
 # made with another order are not taken as complete. 1: tf.data shuffles (sessions 1-2);
 # 2: numpy permutations shared by both backends
 DATA_ORDER_VERSION = 2
+
+
+def client_example_order(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
+    """:func:`client_examples` as (the client's example ids, positions into them in
+    training order): the examples are ``ids[order]``."""
+    cfg = exp.cfg
+    epochs = cfg.local_epochs if phase is None else phase.epochs
+    steps = cfg.local_steps if phase is None else phase.steps
+    idx = exp.client_indices[client]
+    n = len(idx)
+    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
+                                + ([index] if index else []))
+    need = None if epochs else steps * cfg.batch_size
+    if need is not None and cfg.data_sampling == "wr":     # Qb uniform draws (002 eq. 9)
+        return idx, rng.integers(n, size=need)
+    passes = epochs or -(-need // n)
+    return idx, np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]
 
 
 def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
@@ -128,21 +160,20 @@ def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: i
     ``steps * batch_size`` of enough of them (full batches only); with ``data_sampling =
     "wr"``, ``steps * batch_size`` independent uniform draws from the same generator.
     Returned as arrays (x, y); both backends batch these same arrays."""
-    cfg = exp.cfg
-    epochs = cfg.local_epochs if phase is None else phase.epochs
-    steps = cfg.local_steps if phase is None else phase.steps
-    idx = exp.client_indices[client]
-    n = len(idx)
-    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
-                                + ([index] if index else []))
-    need = None if epochs else steps * cfg.batch_size
-    if need is not None and cfg.data_sampling == "wr":     # Qb uniform draws (002 eq. 9)
-        order = idx[rng.integers(n, size=need)]
-    else:
-        passes = epochs or -(-need // n)
-        order = idx[np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]]
-    x = exp.data.x_train[order].astype(input_dtype(exp.data).as_numpy_dtype)
-    return x, exp.data.y_train[order]
+    ids, order = client_example_order(exp, client, rnd, phase, index)
+    x = exp.data.x_train[ids[order]].astype(input_dtype(exp.data).as_numpy_dtype)
+    return x, exp.data.y_train[ids[order]]
+
+
+def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int):
+    """What the backends get of a phase: :func:`client_examples`, or for a phase on
+    features computed once (``Phase.on_features``) (x, y, order): the client's examples
+    once and the training order as positions into them (``backends.expand``)."""
+    if not phase.on_features:
+        return client_examples(exp, client, rnd, phase, index)
+    ids, order = client_example_order(exp, client, rnd, phase, index)
+    x = exp.data.x_train[ids].astype(input_dtype(exp.data).as_numpy_dtype)
+    return x, exp.data.y_train[ids], order.astype(np.int64)
 
 
 def method_key(method: str) -> int:
@@ -197,7 +228,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         raise ConfigError(f"{key}={value!r}: {why}")
     runner, program, w0 = make_runner(exp, method, backend)
     split = program.split
-    model_fn = build_model_fn(exp)
+    model_fn = build_model_fn(exp, method)
     evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
     store = PersonalStore(w0, split, cfg.num_clients)
     personal_eval = None if split.trivial else PersonalEvaluation(
@@ -249,7 +280,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
             public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
             for j, c in enumerate(clients):
                 for p, phase in enumerate(program.phases):
-                    batches[p].append(client_examples(exp, c, rnd, phase, p))
+                    batches[p].append(phase_examples(exp, c, rnd, phase, p))
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([noise_seed, c], np.int32),
                     slot=np.int32(j if public else -1)))

@@ -37,10 +37,17 @@ class Phase:
     """One stretch of a client's local work in a round: which parameters it trains
     (``"all"``, ``"shared"`` or ``"personal"``) and for how long: ``steps`` mini-batches
     (full batches) or, when ``epochs`` is set, that many passes over the client's data
-    (a short last batch)."""
+    (a short last batch). ``lr``: its own learning rate (decayed like local_lr; None: the
+    round's). ``on_features``: it trains the model's linear read-out alone (a head's
+    fine-tuning), so the fast backend computes the features under it once per client and
+    round (the TFF client runs the same steps through the whole model). ``proximal``:
+    lambda of a term lambda ||theta - theta_0||^2 in its loss (PMTL)."""
     train: str = "all"
     steps: int = 5
     epochs: Optional[int] = None
+    lr: Optional[float] = None
+    on_features: bool = False
+    proximal: float = 0.0
 
 
 class Method:
@@ -124,6 +131,22 @@ class Method:
 
     def split_spec(self, cfg) -> str:
         return cfg.personal if cfg.personal is not None else self.default_split
+
+    def reparam(self, cfg, model, split):
+        """The sparsified training of its client work (``models.reparam.TopKReparam``:
+        DP-pFedDSU) or None."""
+        return None
+
+    def build_model(self, model):
+        """The method's model from the config's (PPSGD adds its personal additive head)."""
+        return model
+
+    def evaluation(self, cfg) -> Optional[Dict]:
+        """How each client's model is evaluated when the method keeps no personal part but
+        fine-tunes a throw-away copy of the read-out (DP-FedAvg-fb, PMTL-FT): a dict of
+        epochs, lr and which read-out tensors are tuned ("personal" or "all"); None: the
+        global model (nothing personal) or each client's own model (a personal part)."""
+        return None
 
     def phases(self, cfg) -> List[Phase]:
         """One phase training everything: ``local_steps`` steps or ``local_epochs`` passes

@@ -136,6 +136,41 @@ def resnet20(input_shape=(32, 32, 3), num_classes: int = 10, groups: int = 2, **
     return tf.keras.Model(inp, L.Dense(num_classes)(x))
 
 
+def with_additive_head(model, name: str = "personal_head"):
+    """``model`` (its last layer a Dense head g on features phi) with a second Dense head p
+    on the same features, the logits g(phi) + p(phi): PPSGD's additive model (Bietti et al.
+    2022; CENTAUR's ``*_PPSGD`` models: a global head and a personal one). The new head is
+    built after the model's own layers, so the shared weights start as the plain model's."""
+    tf = _tf()
+    last = model.layers[-1]
+    if type(last).__name__ != "Dense":
+        raise ValueError(f"the model's last layer {last.name} is a {type(last).__name__}, "
+                         "not a Dense head")
+    extra = tf.keras.layers.Dense(last.units, name=name)(last.input)
+    return tf.keras.Model(model.inputs, tf.keras.layers.Add()([last.output, extra]),
+                          name=f"{model.name}_additive")
+
+
+def readout(model):
+    """The model's linear read-out, when its logits are a sum of Dense layers on one feature
+    tensor (a Dense head, or :func:`with_additive_head`'s two): (the feature tensor, the
+    Dense layers), else None. Features under a read-out depend only on the layers below, so
+    a phase that trains the read-out alone (a head's fine-tuning) can compute them once."""
+    last = model.layers[-1]
+    if type(last).__name__ == "Dense":
+        heads = [last]
+    elif type(last).__name__ == "Add":
+        heads = list(last.inbound_nodes[0].inbound_layers)
+        if not all(type(h).__name__ == "Dense" for h in heads):
+            return None
+    else:
+        return None
+    inputs = {id(h.input) for h in heads}
+    if len(inputs) != 1 or any(h.activation.__name__ != "linear" for h in heads):
+        return None
+    return heads[0].input, heads
+
+
 MODELS: Dict[str, Callable] = {
     "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp, "cnn2": cnn2, "cnn3": cnn3,
     "simple_cnn": simple_cnn, "char_lstm": char_lstm, "resnet18": resnet18,
