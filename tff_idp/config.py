@@ -25,7 +25,8 @@ class ExperimentConfig:
     """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
     name: str = "digits-default"              # results go to <output_dir>/<name>/
     # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
-    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep ms_pafl ldp_fedavg (tff_idp.methods)
+    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep ms_pafl ldp_fedavg centaur
+    # dp_pfeddsu dp_fedavg_fb pmtl_ft ppsgd (tff_idp.methods)
     methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)

@@ -20,7 +20,11 @@ _registered = False
 def quiet_tf_logs():
     """TensorFlow's C++ log below FATAL off (unless the user set a level): TF 2.14 prints
     spurious cuDNN/cuBLAS registration "errors" at import, which would turn a one-line
-    refusal into four lines."""
+    refusal into four lines. Its Python logger too, down to errors (retracing notices of
+    tf.functions whose shapes change between rounds are not the user's concern)."""
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        import logging
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 

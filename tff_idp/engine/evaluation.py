@@ -28,13 +28,23 @@ def evaluate(model, x, y, batch: int = 1000):
 
 
 def _logits(model, x, batch: int = 1000) -> np.ndarray:
+    """``model``'s outputs on ``x`` through one traced forward pass of ``batch`` examples
+    (fewer examples: the next power of two; the last batch zero-padded, so that clients'
+    different counts trace it a few times, not once per count)."""
     cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
     forward = getattr(model, "_tff_idp_forward", None)
     if forward is None:
         forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True)
         model._tff_idp_forward = forward
-    return np.concatenate([forward(x[i:i + batch].astype(cast)).numpy()
-                           for i in range(0, len(x), batch)])
+    size = min(batch, 1 << max(0, int(len(x) - 1).bit_length()))
+    out = []
+    for i in range(0, len(x), size):
+        xb = x[i:i + size].astype(cast)
+        short = size - len(xb)
+        if short:
+            xb = np.concatenate([xb, np.zeros((short,) + xb.shape[1:], cast)])
+        out.append(forward(xb).numpy()[:size - short])
+    return np.concatenate(out)
 
 
 def client_test_sets(y_train: np.ndarray, client_indices: Sequence[np.ndarray],
@@ -53,59 +63,198 @@ def _spread(losses, accs) -> dict:
 
 
 class PersonalEvaluation:
-    """Every client's model on its own test examples (module docstring).
+    """Every client's model on its own test examples (module docstring), and on its own
+    validation examples when there are any (``validation``: (x_train, y_train, ids per
+    client)).
 
-    When the personal part is the last Dense layer (``split.head``), the features under it
-    depend only on the shared body, so they are computed once per evaluation for the whole
-    test set, and each client's head is applied to its own rows of them (a matrix product per
-    client). Otherwise each client's full model is evaluated on its examples in turn."""
+    When the model's logits are a linear read-out of features (``models.readout``: a Dense
+    head, or PPSGD's two) and the personal part lies in the read-out, the features depend
+    only on the shared body, so they are computed once per evaluation for the whole test
+    set and each client's read-out is applied to its own rows of them (a matrix product per
+    client); ``shortcut=False`` or any other split evaluates each client's full model in
+    turn. ``finetune`` (:class:`ReadoutFineTune`): each client's read-out is first
+    fine-tuned on its training examples, a throw-away copy (DP-FedAvg-fb, PMTL-FT, PPSGD's
+    evaluation). ``reparam``: the forward pass on theta * M with M the top-k masks of the
+    evaluated weights (DP-pFedDSU, ``dsu_eval_masked``)."""
 
-    def __init__(self, model, split, x_test, y_test, test_sets: Sequence[np.ndarray]):
+    def __init__(self, model, split, x_test, y_test, test_sets: Sequence[np.ndarray],
+                 validation=None, finetune=None, reparam=None, shortcut: bool = True):
+        from ..models import readout
         self.model, self.split = model, split
         self.x, self.y = x_test, y_test
         self.clients = [c for c, ids in enumerate(test_sets) if len(ids)]
         self.test_sets = [test_sets[c] for c in self.clients]
-        self.features = None
-        if split.head:
-            last = model.layers[-1]
-            if last.input is not model.inputs[0]:
-                self.features = tf.keras.Model(model.inputs, last.input)
-            self.activation = last.activation
+        self.validation, self.finetune, self.reparam = validation, finetune, reparam
+        found = readout(model)
+        position = {v.ref(): i for i, v in enumerate(model.trainable_variables)}
+        self.readout = None
+        if found is not None:
+            tensor, heads = found
+            tensors = [[position[w.ref()] for w in h.trainable_weights] for h in heads]
+            flat = {i for t in tensors for i in t}
+            if shortcut and set(split.personal_tensors) <= flat:
+                features = (None if tensor is model.inputs[0]
+                            else tf.keras.Model(model.inputs, tensor))
+                self.readout = (features, [(h.use_bias, t) for h, t in zip(heads, tensors)])
+        if finetune is not None and self.readout is None:
+            raise ValueError("fine-tuning a read-out needs a model whose logits are a linear "
+                             "read-out (a Dense head)")
 
-    def __call__(self, weights, store) -> dict:
-        out = self._averaged(weights, store)
-        if self.split.head:
-            return self._heads(weights, store) | out
+    def __call__(self, weights, store, rnd: int = 0) -> dict:
+        weights = [np.asarray(w) for w in weights]
+        forward = weights if self.reparam is None else self.reparam.apply_np(weights)
+        rows = [v for v in store.values]
+        out = self._averaged(forward, rows) if rows else {}
+        if self.readout is None:
+            return self._full_models(forward, rows) | out
+        heads = self._client_readouts(forward, rows)          # {tensor index: [N, ...]}
+        if self.finetune is not None:
+            heads = self.finetune(rnd, self._features, forward, heads, self.clients)
+        out |= _spread(*self._score(self._features(forward, self.x), self.test_sets,
+                                    self.y, heads))
+        if self.validation is not None:
+            x_train, y_train, val = self.validation
+            ids = [val[c] for c in self.clients]
+            flat = np.concatenate(ids) if ids else np.zeros(0, int)
+            feats = self._features(forward, x_train[flat])
+            at = np.cumsum([0] + [len(i) for i in ids])
+            local = [np.arange(at[j], at[j + 1]) for j in range(len(ids))]
+            losses, accs = self._score(feats, local, y_train[flat], heads, keep_empty=True)
+            out |= _validation(losses, accs, [len(i) for i in ids])
+        return out
+
+    def _features(self, weights, x) -> np.ndarray:
+        features = self.readout[0]
+        if features is None:
+            return x.reshape(len(x), -1).astype(np.float32)
+        self.model.set_weights(weights)
+        return _logits(features, x) if len(x) else np.zeros((0, features.output_shape[-1]),
+                                                            np.float32)
+
+    def _client_readouts(self, weights, rows) -> dict:
+        """Each client's read-out tensors, [N, ...] per read-out tensor index: the global
+        ones where shared, its own where personal."""
+        n = len(self.clients)
+        personal = dict(zip(self.split.personal_tensors, rows))
+        out = {}
+        for _, tensors in self.readout[1]:
+            for i in tensors:
+                m = self.split.masks[i]
+                if m is None:
+                    out[i] = np.repeat(weights[i][None], n, axis=0)
+                else:
+                    out[i] = weights[i][None] * m + personal[i][self.clients]
+        return out
+
+    def _score(self, feats, id_sets, y, heads, keep_empty=False):
         losses, accs = [], []
-        for c, ids in zip(self.clients, self.test_sets):
-            self.model.set_weights(self.split.combine([np.asarray(w) for w in weights],
-                                                      [v[c] for v in store.values]))
+        for j, ids in enumerate(id_sets):
+            if not len(ids):
+                if keep_empty:
+                    losses.append(np.nan)
+                    accs.append(np.nan)
+                continue
+            logits = 0.0
+            for use_bias, tensors in self.readout[1]:
+                logits = logits + feats[ids] @ heads[tensors[0]][j] + (
+                    heads[tensors[1]][j] if use_bias else 0.0)
+            yy = y[ids]
+            losses.append(float(np.mean(tf.keras.losses.sparse_categorical_crossentropy(
+                yy, logits, from_logits=True))))
+            accs.append(float(np.mean(np.argmax(logits, 1) == yy)))
+        return losses, accs
+
+    def _full_models(self, weights, rows) -> dict:
+        losses, accs, vl, va, vn = [], [], [], [], []
+        for j, (c, ids) in enumerate(zip(self.clients, self.test_sets)):
+            self.model.set_weights(self.split.combine(weights, [v[c] for v in rows]))
             loss, acc = evaluate(self.model, self.x[ids], self.y[ids])
             losses.append(loss)
             accs.append(acc)
-        return _spread(losses, accs) | out
+            if self.validation is not None:
+                x_train, y_train, val = self.validation
+                vn.append(len(val[c]))
+                loss, acc = evaluate(self.model, x_train[val[c]], y_train[val[c]]) \
+                    if len(val[c]) else (np.nan, np.nan)
+                vl.append(loss)
+                va.append(acc)
+        out = _spread(losses, accs)
+        return out | (_validation(vl, va, vn) if self.validation is not None else {})
 
-    def _averaged(self, weights, store) -> dict:
+    def _averaged(self, weights, rows) -> dict:
         """The global model with every personal coordinate replaced by its mean over all
         clients, on the whole test set (002's second metric; one model where each client's
         is personal)."""
-        self.model.set_weights(self.split.combine([np.asarray(w) for w in weights],
-                                                  [v.mean(axis=0) for v in store.values]))
+        self.model.set_weights(self.split.combine(weights, [v.mean(axis=0) for v in rows]))
         loss, acc = evaluate(self.model, self.x, self.y)
         return {"averaged_model_test_loss": loss, "averaged_model_test_accuracy": acc}
 
-    def _heads(self, weights, store) -> dict:
-        self.model.set_weights(weights)
-        feats = (_logits(self.features, self.x) if self.features is not None
-                 else self.x.reshape(len(self.x), -1).astype(np.float32))
-        kernel, bias = store.values[0], (store.values[1] if len(store.values) > 1 else None)
-        losses, accs = [], []
-        for c, ids in zip(self.clients, self.test_sets):
-            logits = feats[ids] @ kernel[c] + (0.0 if bias is None else bias[c])
-            if self.activation is not tf.keras.activations.linear:
-                logits = self.activation(tf.constant(logits)).numpy()
-            y = self.y[ids]
-            losses.append(float(np.mean(tf.keras.losses.sparse_categorical_crossentropy(
-                y, logits, from_logits=True))))
-            accs.append(float(np.mean(np.argmax(logits, 1) == y)))
-        return _spread(losses, accs)
+
+def _validation(losses, accs, counts) -> dict:
+    """Mean over clients with validation examples of their validation loss and accuracy."""
+    ok = [i for i, n in enumerate(counts) if n]
+    if not ok:
+        return {"validation_loss": float("nan"), "validation_accuracy": float("nan")}
+    return {"validation_loss": float(np.mean([losses[i] for i in ok])),
+            "validation_accuracy": float(np.mean([accs[i] for i in ok]))}
+
+
+class ReadoutFineTune:
+    """Each client fine-tunes a throw-away copy of its read-out before it is evaluated
+    (DP-FedAvg-fb and PMTL-FT in CENTAUR's code, ``methods/DP_FedAvg_ft.py``: 15 epochs at
+    lr_head on features computed once; PPSGD: its personal head): ``epochs`` passes over
+    its training examples in an order drawn from (seed, round, client, stream), batches of
+    ``batch_size``, the client optimizer (``ClientTrainer``: momentum, weight decay), the
+    read-out tensors ``trainable`` (per read-out tensor a factor or None) trained, all
+    clients batched (``ClientTrainer._cohort_steps`` on the read-out)."""
+
+    STREAM = 0xE7A1
+
+    def __init__(self, cohort_model, trainer, epochs: int, lr: float, lr_decay: float,
+                 batch_size: int, train_sets, x_train, y_train, seed: int,
+                 trainable=None, chunk: int = 64):
+        self.cohort_model, self.trainer = cohort_model, trainer
+        self.epochs, self.lr, self.decay, self.batch = epochs, lr, lr_decay, batch_size
+        self.train_sets, self.x, self.y = train_sets, x_train, y_train
+        self.seed, self.trainable, self.chunk = seed, trainable, chunk
+        self._steps = tf.function(self._tune, reduce_retracing=True)
+
+    def _tune(self, params, feats, ys, ws, order, lr):
+        from ..algorithms.client_work import PhaseSpec
+        spec = PhaseSpec(trainable=self.trainable)
+        tuned, _, _ = self.trainer._cohort_steps(self.cohort_model.apply_readout, params,
+                                                 params, feats, ys, ws, lr, spec, order,
+                                                 sparsify=False)
+        return tuned
+
+    def __call__(self, rnd, features, weights, heads, clients=None):
+        """``heads``: {read-out tensor index: [N, ...]} in the evaluation's client order
+        (``clients``: their ids, default 0..N-1); returns them fine-tuned."""
+        index = list(self.cohort_model.readout_tensors)
+        n = len(heads[index[0]])
+        clients = list(range(n)) if clients is None else clients
+        bsz = self.batch
+        lr = tf.constant(self.lr * self.decay ** rnd, tf.float32)
+        out = {i: np.array(heads[i]) for i in index}
+        for a in range(0, n, self.chunk):
+            part = clients[a:a + self.chunk]
+            sets = [self.train_sets[c] for c in part]
+            n_max = max(len(s) for s in sets)
+            steps = max(1, -(-max(len(s) for s in sets) * self.epochs // bsz))
+            feats, ys = None, np.zeros((len(part), n_max), np.int32)
+            order = np.zeros((len(part), steps * bsz), np.int32)
+            ws = np.zeros((len(part), steps * bsz), np.float32)
+            for j, (c, ids) in enumerate(zip(part, sets)):
+                f = features(weights, self.x[ids])
+                if feats is None:
+                    feats = np.zeros((len(part), n_max, f.shape[-1]), np.float32)
+                feats[j, :len(ids)], ys[j, :len(ids)] = f, self.y[ids]
+                rng = np.random.default_rng([self.seed, rnd, c, self.STREAM])
+                o = np.concatenate([rng.permutation(len(ids)) for _ in range(self.epochs)])
+                order[j, :len(o)], ws[j, :len(o)] = o, 1.0
+            params = [tf.constant(out[i][a:a + self.chunk]) for i in index]
+            tuned = self._steps(params, feats, ys, ws.reshape(len(part), steps, bsz),
+                                order.reshape(len(part), steps, bsz), lr)
+            for i, t in zip(index, tuned):
+                out[i][a:a + self.chunk] = t.numpy()
+        return out

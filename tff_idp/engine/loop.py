@@ -36,7 +36,7 @@ from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS
 from .checkpoint import load_checkpoint, save_checkpoint
-from .evaluation import PersonalEvaluation, client_test_sets, evaluate
+from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
 from .experiment import Experiment, plan_summary
 from .personal_state import PersonalStore
 
@@ -124,6 +124,9 @@ def check_methods(exp: Experiment) -> None:
         except ValueError as e:
             raise ConfigError(f"model={exp.cfg.model!r}: {e}") from e
         client_program(exp, method, model)
+        if METHODS[method].evaluation(exp.cfg) is not None and models.readout(model) is None:
+            raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a copy of the "
+                              "model's linear read-out (a Dense head) and the model has none")
         for key, value, why in METHODS[method].check_experiment(exp):
             raise ConfigError(f"{key}={value!r}: {why}")
 
@@ -231,9 +234,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     model_fn = build_model_fn(exp, method)
     evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
     store = PersonalStore(w0, split, cfg.num_clients)
-    personal_eval = None if split.trivial else PersonalEvaluation(
-        evaluator, split, exp.data.x_test, exp.data.y_test,
-        client_test_sets(exp.data.y_train, exp.client_indices, exp.data.y_test))
+    personal_eval = personal_evaluation(exp, method, program, evaluator)
     rng = np.random.default_rng([cfg.seed, method_key(method)])
     ledger = exp.new_ledger(plan)
     rows, start = [], 0
@@ -254,6 +255,37 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     bar.close()
     return rows, _summary(exp, method, runner, rows, start, split, store, ledger,
                           personal_eval), ledger
+
+
+def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
+    """Each client's model on its own test (and validation) examples, when the method keeps
+    a personal part or fine-tunes a read-out copy per client; None when the global model is
+    what is evaluated."""
+    cfg, d = exp.cfg, exp.data
+    plugin = METHODS[method]
+    tune = plugin.evaluation(cfg)
+    if program.split.trivial and tune is None:
+        return None
+    finetune = None
+    if tune is not None:
+        from ..algorithms.client_work import ClientTrainer
+        from .cohort_model import CohortModel
+        cohort = CohortModel(evaluator)
+        trainable = None
+        if tune["tune"] == "personal":
+            masks = program.split.trainable("personal")
+            trainable = [masks[i] for i in cohort.readout_tensors]
+        finetune = ReadoutFineTune(
+            cohort, ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay),
+            tune["epochs"], tune["lr"], cfg.lr_decay, cfg.batch_size, exp.client_indices,
+            d.x_train, d.y_train, cfg.seed, trainable, cfg.fast_chunk_size)
+    reparam = program.reparam if program.reparam is not None and \
+        program.reparam.in_evaluation else None
+    validation = None if exp.client_validation is None else (
+        d.x_train, d.y_train, exp.client_validation)
+    return PersonalEvaluation(evaluator, program.split, d.x_test, d.y_test,
+                              client_test_sets(d.y_train, exp.client_indices, d.y_test),
+                              validation, finetune, reparam)
 
 
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
@@ -300,9 +332,13 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
             if personal_eval is None:
                 evaluator.set_weights(runner.weights)
                 row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
+                if exp.client_validation is not None:     # the pooled validation examples
+                    val = np.concatenate(exp.client_validation)
+                    row["validation_loss"], row["validation_accuracy"] = evaluate(
+                        evaluator, exp.data.x_train[val], exp.data.y_train[val])
                 bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
             else:                        # no global model: each client's own
-                row.update(personal_eval(runner.weights, store))
+                row.update(personal_eval(runner.weights, store, rnd))
                 bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
         rows.append(row)
         every = cfg.checkpoint_every
@@ -350,6 +386,27 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
                           "examples of its training classes; mean over clients"}}),
         "privacy": plugin.privacy_summary(plan, cfg, ledger, exp),
     }
-    if not split.trivial:
+    if personal_eval is not None:
         summary["final_test_accuracy_std"] = rows[-1]["personal_test_accuracy_std"]
+    tune = plugin.evaluation(cfg)
+    if tune is not None:
+        summary["evaluation"] = (
+            f"each client fine-tunes a throw-away copy of the read-out ({tune['tune']} "
+            f"tensors, {tune['epochs']} epochs at lr {tune['lr']:g}) on its training examples "
+            "and is tested on the test examples of its training classes; mean over clients")
+    summary |= best_validation(rows, headline)
     return summary
+
+
+def best_validation(rows, headline: str) -> dict:
+    """Paper 001's reported number (CENTAUR's protocol): the test accuracy at the evaluated
+    round of best mean validation accuracy (the first such round). Empty without a
+    validation split."""
+    scored = [r for r in rows if np.isfinite(r.get("validation_accuracy", np.nan))]
+    if not scored:
+        return {}
+    best = max(scored, key=lambda r: r["validation_accuracy"])      # first of the ties
+    return {"best_validation_round": best["round"],
+            "best_validation_accuracy": best["validation_accuracy"],
+            "reported_test_accuracy": best[headline],
+            "reported": "test accuracy at the round of best mean validation accuracy"}

@@ -11,10 +11,11 @@ from .gdpfed import DPFedAvg, GDPFed, GDPFedOpc, GDPFedPlus, PFedAvg
 from .idp import IDPFedAvg, IDPSample, IDPScale
 from .mspafl import LDPFedAvg, MSPAFL
 from .pfa import PFA
+from .pfeddsu import METHODS as PAPER001
 
 METHODS: Dict[str, Method] = {m.name: m for m in (
     PFedAvg(), DPFedAvg(), GDPFed(), GDPFedOpc(), GDPFedPlus(), IDPSample(), IDPScale(),
-    IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg())}
+    IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg()) + PAPER001}
 
 
 def get(name: str) -> Method:

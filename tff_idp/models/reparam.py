@@ -38,6 +38,9 @@ class TopKReparam:
     # per tensor the shared mask of the split (None: wholly shared): the penalty's norm and
     # the sparsified extractor are over the shared part only
     shared: Tuple[Optional[np.ndarray], ...] = ()
+    # evaluation runs the masked forward too (``dsu_eval_masked``; masks of the evaluated
+    # weights)
+    in_evaluation: bool = True
 
     def masks_np(self, weights) -> List[Optional[np.ndarray]]:
         """Per tensor the 0/1 top-k mask of ``weights`` (numpy; None for dense tensors): the
@@ -72,7 +75,7 @@ def extractor_kernels(model, split) -> List[int]:
 
 
 def build_reparam(model, split, sparsity: float, layers: int, source: str, penalty: float,
-                  target_norm: float) -> TopKReparam:
+                  target_norm: float, in_evaluation: bool = True) -> TopKReparam:
     """The :class:`TopKReparam` of ``model``: its last ``layers`` extractor kernels. Raises
     ValueError (one line) when the extractor has fewer kernels."""
     kernels = extractor_kernels(model, split)
@@ -83,4 +86,4 @@ def build_reparam(model, split, sparsity: float, layers: int, source: str, penal
     sizes = [int(np.prod(model.trainable_variables[i].shape)) for i in chosen]
     keep = tuple(max(1, int(round(sparsity * d))) for d in sizes)
     return TopKReparam(chosen, keep, source, float(penalty), float(target_norm),
-                       tuple(split.masks))
+                       tuple(split.masks), in_evaluation)

@@ -1,0 +1,128 @@
+"""Paper 001's methods (``../shared/specs/paper001-dp-pfeddsu.md``): DP-pFedDSU and its four
+baselines, as the public CENTAUR code runs them (snapshot 71e092e; the spec's section 3).
+
+All five release one thing per round: the clipped, noised change of their shared tensors,
+summed over the cohort (client-level DP, one sigma for the one budget, planned as DP-FedAvg
+with the config's q, delta and calibration tolerance; the server step is theta += server_lr
+x sum / (qN), which is 001's mean over the realised cohort when q = 1, its setting).
+
+- ``centaur`` (DP-FedRep, CENTAUR ``methods/DP_FedRep.py``): a personal head kept by each
+  client; each round it fine-tunes its stored head (``head_epochs`` at ``head_lr``, on
+  features computed once), then trains the extractor with the head frozen
+  (``local_epochs``) and sends the extractor's change.
+- ``dp_pfeddsu`` (001 Algorithm 1): CENTAUR's round with the extractor's last
+  ``dsu_layers`` kernels sparsified at every step (top-k masks, ``dsu_sparsity`` kept,
+  forward on theta * M) and the norm penalty (lambda / 2) | ||(theta - theta_0) * M|| - C |
+  (Eq. 10, ``dsu_lambda``); it sends (theta_tau - theta_0) * M_tau and its noise lands on
+  M_tau only (Eqs. 11-13; ``models.reparam``, ``algorithms.sparse_training``).
+- ``dp_fedavg_fb`` (CENTAUR ``DP_FedAvg_ft.py``): DP-FedAvg on the whole model; for
+  evaluation each client fine-tunes a throw-away copy of the head (``head_epochs`` at
+  ``head_lr``); nothing personal is kept.
+- ``pmtl_ft`` (CENTAUR ``PMTL.py``): ``dp_fedavg_fb`` with the proximal term
+  lambda ||theta - theta_global||^2 in the local loss (``pmtl_lambda``). ``pmtl_mode =
+  "intended"`` gives it its gradient; ``"reference"`` is the public code's term, built
+  from detached tensors, which adds a constant and no gradient: the run equals
+  ``dp_fedavg_fb``.
+- ``ppsgd`` (Bietti et al. 2022, CENTAUR ``PPSGD.py``): logits g(phi(x)) + p_i(phi(x));
+  phi and g shared, the additive head p_i personal: each round p_i takes
+  ``ppsgd_head_epochs`` at ``ppsgd_head_lr`` (kept), then phi and g train; for evaluation a
+  throw-away copy of p_i is fine-tuned ``head_epochs`` at ``ppsgd_head_lr``.
+"""
+from __future__ import annotations
+
+from .base import Phase
+from .fedrep import DPFedRep
+from .gdpfed import DPFedAvg
+
+
+def _head_lr(cfg) -> float:
+    return cfg.head_lr if cfg.head_lr is not None else cfg.local_lr
+
+
+def _extractor_phase(cfg, **kwargs) -> Phase:
+    return Phase("shared", cfg.local_steps, cfg.local_epochs, **kwargs)
+
+
+class Centaur(DPFedRep):
+    name = "centaur"
+
+    def phases(self, cfg):
+        """CENTAUR's round (spec 3.4): the stored head fine-tuned on features computed once,
+        then the extractor with the head frozen."""
+        return [Phase("personal", cfg.personal_steps, cfg.head_epochs, lr=_head_lr(cfg),
+                      on_features=True),
+                _extractor_phase(cfg)]
+
+
+class DPpFedDSU(Centaur):
+    name = "dp_pfeddsu"
+
+    def config_errors(self, cfg):
+        yield from super().config_errors(cfg)
+        if cfg.noise_draw == "group":    # the server's one draw per sum cannot follow masks
+            yield ("noise_draw", cfg.noise_draw, "dp_pfeddsu masks each client's noise to its "
+                   "own support; use 'client'")
+
+    def reparam(self, cfg, model, split):
+        from ..models.reparam import build_reparam
+        return build_reparam(model, split, cfg.dsu_sparsity, cfg.dsu_layers, cfg.dsu_mask,
+                             cfg.dsu_lambda, cfg.clip, cfg.dsu_eval_masked)
+
+    def summary_extras(self, plan, cfg):
+        return {"dsu": {"sparsity": cfg.dsu_sparsity, "masked_kernels": cfg.dsu_layers,
+                        "lambda": cfg.dsu_lambda, "mask": cfg.dsu_mask,
+                        "evaluation_masked": cfg.dsu_eval_masked}}
+
+    def privacy_summary(self, plan, cfg, ledger, exp):
+        """With ``dsu_mask = "local"`` each client's mask comes from its own trained weights
+        and its noise lands only there, so the support of its upload reveals the mask, a
+        function of its data, and a coordinate kept by m of the cohort's clients carries
+        only m of their noise shares (spec 2.3): the Gaussian mechanism's analysis, hence
+        the ledger's epsilon, does not cover it. ``"global"`` masks come from the broadcast
+        model and every kept coordinate carries the full noise: the epsilon holds."""
+        out = super().privacy_summary(plan, cfg, ledger, exp)
+        if plan.private and cfg.dsu_mask == "local":
+            out["guarantee"] = dict(out["guarantee"], valid=False, why_not_valid=(
+                "dsu_mask='local': each client's noise lands on its own data-dependent top-k "
+                "mask, which its upload's support reveals and which leaves coordinates with "
+                "less than the calibrated noise; the epsilon is the paper's claim, not a "
+                "bound (use dsu_mask='global')"))
+        return out
+
+
+class DPFedAvgFB(DPFedAvg):
+    name = "dp_fedavg_fb"
+
+    def evaluation(self, cfg):
+        return {"epochs": cfg.head_epochs, "lr": _head_lr(cfg), "tune": "all"}
+
+
+class PMTLFT(DPFedAvgFB):
+    name = "pmtl_ft"
+
+    def phases(self, cfg):
+        lam = cfg.pmtl_lambda if cfg.pmtl_mode == "intended" else 0.0
+        return [Phase("all", cfg.local_steps, cfg.local_epochs, proximal=lam)]
+
+    def summary_extras(self, plan, cfg):
+        return {"pmtl": {"lambda": cfg.pmtl_lambda, "mode": cfg.pmtl_mode}}
+
+
+class PPSGD(DPFedRep):
+    name = "ppsgd"
+    default_split = "layers:personal_head"
+
+    def build_model(self, model):
+        from ..models import with_additive_head
+        return with_additive_head(model)
+
+    def phases(self, cfg):
+        return [Phase("personal", cfg.personal_steps, cfg.ppsgd_head_epochs,
+                      lr=cfg.ppsgd_head_lr, on_features=True),
+                _extractor_phase(cfg)]
+
+    def evaluation(self, cfg):
+        return {"epochs": cfg.head_epochs, "lr": cfg.ppsgd_head_lr, "tune": "personal"}
+
+
+METHODS = (Centaur(), DPpFedDSU(), DPFedAvgFB(), PMTLFT(), PPSGD())
