@@ -122,6 +122,24 @@ BAD = [
     (["--set", "budgets=[3.0, 1.5, 0.5]"], "budgets=[3.0, 1.5, 0.5]: list groups from the strictest"),
     (["--set", "budgets=[1.0, inf, 3.0]"], "budgets=[1.0, inf, 3.0]: must be finite"),
     (["--set", "group_ratios=[]"], "group_ratios=[]: needs 3 entries"),
+    # paper 001 (DP-pFedDSU and its baselines)
+    (["--set", "dsu_mask=\"random\""], "dsu_mask='random': must be 'local'"),
+    (["--set", "dsu_sparsity=0.0"], "dsu_sparsity=0.0: must be in (0, 1]"),
+    (["--set", "dsu_sparsity=1.5"], "dsu_sparsity=1.5: must be in (0, 1]"),
+    (["--set", "dsu_layers=0"], "dsu_layers=0: must be >= 1"),
+    (["--set", "methods=[\"dp_pfeddsu\"]", "--set", "model=\"digits_mlp\"", "--set",
+      "dsu_layers=2"], "dsu_layers=2: the extractor of model"),
+    (["--set", "methods=[\"dp_pfeddsu\"]", "--set", "model=\"digits_mlp\"", "--set",
+      "noise_draw=\"group\""], "noise_draw='group': dp_pfeddsu masks each client's noise"),
+    (["--set", "partition=\"dealt_classes\"", "--set", "partition_param=11"],
+     "partition_param=11.0: more classes per client than the 10 classes of digits"),
+    (["--set", "partition=\"dealt_classes\"", "--set", "partition_param=2.5"],
+     "partition_param=2.5: classes per client must be an integer"),
+    (["--set", "pmtl_mode=\"grad\""], "pmtl_mode='grad': must be 'intended'"),
+    (["--set", "head_epochs=0"], "head_epochs=0: must be >= 1"),
+    (["--set", "head_lr=0.0"], "head_lr=0.0: must be positive"),
+    (["--set", "weight_decay=-1.0"], "weight_decay=-1.0: must be >= 0"),
+    (["--set", "validation_fraction=1.0"], "validation_fraction=1.0: must be in [0, 1)"),
 ]
 
 

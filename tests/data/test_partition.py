@@ -97,3 +97,47 @@ def test_partition_errors_are_config_errors():
         config.load(None, ["partition=\"dirichlet\""])
     with pytest.raises(config.ConfigError, match="partition='dirichlet'"):
         prepare(config.load(None, ["partition=\"dirichlet\"", "partition_param=0.01"]))
+
+
+def test_dealt_classes_deals_s_slots_per_client_with_centaur_repeats():
+    """CENTAUR's dealing (paper 001): N x s class slots, each class s N / C of them, shuffled;
+    each class's examples cut into one shard per slot; repeats kept (one draw)."""
+    from tff_idp.data.partition import dealt_classes
+    labels = np.repeat(np.arange(10), 120)
+    parts = dealt_classes(labels, 20, 5, seed=3)
+    assert sum(len(p) for p in parts) == len(labels)
+    assert len(np.unique(np.concatenate(parts))) == len(labels)        # disjoint, complete
+    assert {len(p) for p in parts} == {5 * 12}                          # 120 / 10 shards
+    distinct = [len(np.unique(labels[p])) for p in parts]
+    assert max(distinct) <= 5 and min(distinct) >= 1
+    assert any(d < 5 for d in distinct)          # a repeated class (67.5% of clients in 001)
+    assert len({tuple(np.unique(labels[p])) for p in parts}) > 2      # not round-robin's 2
+    again = dealt_classes(labels, 20, 5, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(parts, again))
+    # C does not divide N s: the first classes of a shuffled order take one slot more
+    odd = dealt_classes(labels, 7, 3, seed=0)
+    assert sum(len(p) for p in odd) == len(labels)
+    with pytest.raises(ValueError, match="classes per client 11"):
+        dealt_classes(labels, 20, 11, seed=0)
+
+
+def test_dealt_classes_mean_distinct_classes_matches_the_spec_simulation():
+    """Spec 4.1 (200 draws): CIFAR-10 s = 10, N = 20 gives 6.63 distinct classes per client
+    on average; EMNIST-digits s = 5, 4.15."""
+    from tff_idp.data.partition import dealt_classes
+    labels = np.repeat(np.arange(10), 40)
+    for s, expect in ((10, 6.63), (5, 4.15)):
+        means = [np.mean([len(np.unique(labels[p])) for p in dealt_classes(labels, 20, s, seed)])
+                 for seed in range(200)]
+        assert np.mean(means) == pytest.approx(expect, abs=0.08)
+
+
+def test_validation_split_holds_out_a_seeded_tenth_of_each_client():
+    from tff_idp.data.partition import validation_split
+    parts = [np.arange(0, 100), np.arange(100, 105), np.arange(105, 106)]
+    train, val = validation_split(parts, 0.1, seed=1)
+    assert [len(v) for v in val] == [10, 1, 0]
+    for p, t, v in zip(parts, train, val):
+        assert np.array_equal(np.sort(np.concatenate([t, v])), p) and not set(t) & set(v)
+    again = validation_split(parts, 0.1, seed=1)[1]
+    assert all(np.array_equal(a, b) for a, b in zip(val, again))

@@ -31,7 +31,12 @@ def _metrics(out, method):
     # the fast backend with server-drawn noise: the round count in the aggregator state
     ("gdpfed_plus", ('backend="fast"', 'noise_draw="group"')),
     # personal state: every client's head is in the checkpoint (TFF backend: CLIENTS-placed)
-    ("dp_fedrep", ('model="digits_mlp"', 'partition="classes"', "partition_param=3"))])
+    ("dp_fedrep", ('model="digits_mlp"', 'partition="classes"', "partition_param=3")),
+    # paper 001: DP-pFedDSU's heads, its validation split and best-validation reporting
+    ("dp_pfeddsu", ('model="digits_mlp"', 'partition="dealt_classes"', "partition_param=3",
+                    "dsu_layers=1", "head_epochs=2", "local_epochs=1", "batch_size=16",
+                    "validation_fraction=0.1", "group_ratios=[1.0]", "budgets=[2.0]",
+                    "num_clients=8", "expected_rate=1.0", 'backend="fast"'))])
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     whole, killed = tmp_path / "whole", tmp_path / "killed"
@@ -55,7 +60,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     summary = json.loads((killed / "resume" / f"{method}-seed0" / "summary.json").read_text())
     assert summary["resumed_from_round"] is not None and summary["resumed_from_round"] >= 1
     assert _metrics(killed, method) == _metrics(whole, method)
-    if method == "dp_fedrep":
+    if method in ("dp_fedrep", "dp_pfeddsu"):
         assert "personal_test_accuracy" in _metrics(whole, method)[-1]
     assert not (killed / "resume" / f"{method}-seed0" / "checkpoint.npz").exists()
 

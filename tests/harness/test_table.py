@@ -14,7 +14,8 @@ from .conftest import tiny_table
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = sorted((ROOT / "runs" / "gdpfed").rglob("*.toml")) + [
-    ROOT / "runs" / "idp_fedavg" / "table1.toml"]
+    ROOT / "runs" / "idp_fedavg" / "table1.toml"] + sorted(
+    (ROOT / "runs" / "dp_pfeddsu").glob("table*.toml"))
 
 
 @pytest.mark.parametrize("path", TABLES, ids=[f"{p.parent.name}/{p.stem}" for p in TABLES])
@@ -52,6 +53,27 @@ def test_table2_paper_scale_keeps_the_papers_settings():
             cifar.momentum, cifar.local_steps, cifar.batch_size, cifar.model) == (
         600, 100, 1.5, [2.0, 6.0, 12.0], 0.1, 0.5, 5, 50, "resnet18")
     assert spec.reference_value("Shakespeare", "gdpfed_plus", None) == 42.00
+
+
+def test_paper001_tables_keep_the_papers_settings_and_cap_head_epochs_at_smoke():
+    spec = load_table(str(ROOT / "runs" / "dp_pfeddsu" / "table2.toml"))
+    units = expand(spec, "paper")
+    assert len(units) == 8 * 5 * 3
+    emnist = [u for u in units if u.dataset == "EMNIST s=10" and u.method == "dp_pfeddsu"][0]
+    c = emnist.cfg
+    assert (c.dataset, c.num_clients, c.rounds, c.partition, c.partition_param, c.budgets,
+            c.delta, c.expected_rate, c.clip, c.local_lr, c.head_lr, c.local_epochs,
+            c.head_epochs, c.dsu_sparsity, c.dsu_layers, c.dsu_lambda, c.dsu_mask,
+            c.validation_fraction, c.model) == (
+        "emnist_digits", 20, 50, "dealt_classes", 10.0, [1.0], 1e-5, 1.0, 0.01, 0.01, 0.01,
+        5, 15, 0.05, 4, 0.2, "local", 0.1, "resnet20")
+    assert spec.reference_value("CIFAR-100 s=3", "ppsgd", None) == 62.63
+    smoke = [u for u in expand(spec, "smoke") if u.method == "centaur"][0].cfg
+    assert smoke.head_epochs == 1 and smoke.local_epochs == 1 and smoke.rounds <= 2
+    t4 = load_table(str(ROOT / "runs" / "dp_pfeddsu" / "table4.toml"))
+    rt = [u for u in expand(t4, "paper") if u.column == "RT"][0].cfg
+    assert rt.methods == ["dp_pfeddsu"] and rt.dsu_lambda == 0.0
+    assert t4.reference_value("EMNIST s=10", "dp_pfeddsu", "RT + DAN") == 71.87
 
 
 def test_scale_axis_multiplies_the_cells_value():

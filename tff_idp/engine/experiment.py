@@ -86,6 +86,12 @@ def pending_partition(cfg: ExperimentConfig, data: ArrayData):
             parts = [own[i] for i in chosen]
         return parts, None
 
+    if cfg.partition in ("classes", "dealt_classes"):
+        classes = len(np.unique(y))
+        if cfg.partition_param > classes:
+            raise ConfigError(f"partition_param={cfg.partition_param!r}: more classes per "
+                              f"client than the {classes} classes of {cfg.dataset}")
+
     def build():
         if cfg.partition == "iid":
             return iid_partition(len(y), n, cfg.seed)

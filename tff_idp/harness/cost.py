@@ -5,8 +5,12 @@ Method of estimation (stated in every report):
   2 in out; Conv2D: 2 k_h k_w c_in c_out H_out W_out; LSTM: 8 (in + units) units per step;
   normalisation, pooling and activations ignored, a few % at most); a training step costs
   3x the forward pass (forward + backward for activations and weights).
-* Per unit: rounds x expected cohort (q n) x local example-steps (tau x batch, or epochs x
-  the client's examples) training, plus rounds / eval_every evaluations of the test set.
+* Per unit: rounds x expected cohort (q n) x local example-steps of each of the method's
+  phases (tau x batch, or epochs x the client's examples, less a validation split) training;
+  a phase that fine-tunes a read-out on features computed once (paper 001) costs one
+  forward pass of the client's examples (its steps on the read-out are negligible); plus
+  rounds / eval_every evaluations of the test set, and of every client's training examples
+  when the evaluation fine-tunes a read-out copy per client (DP-FedAvg-fb, PMTL-FT, PPSGD).
 * The fast backend trains a chunk of min(cohort, ``fast_chunk_size``) clients per local
   step, their weights a batch dimension (``tff_idp.engine.cohort_model``), so a round is
   ceil(cohort / chunk) x tau chunk-steps. GPU time per chunk-step = max(its FLOPs / (peak x
@@ -88,13 +92,23 @@ def unit_cost(cfg) -> dict:
     synthetic = cfg.dataset.startswith(PREFIX)
     train = TRAIN if synthetic else TRAIN_SIZES.get(real, TRAIN)
     test = cfg.test_examples or (TEST if synthetic else TEST_SIZES.get(real, TEST))
+    from ..methods import METHODS
+    method = METHODS[cfg.methods[0]]
+    train = train * (1.0 - cfg.validation_fraction)
     cohort = cfg.expected_rate * cfg.num_clients
-    local = (cfg.local_epochs * train / cfg.num_clients if cfg.local_epochs
-             else cfg.local_steps * cfg.batch_size)
+    per_client = train / cfg.num_clients
+    local = forward_once = 0.0            # example-steps; forward-only examples per client
+    for ph in method.phases(cfg):
+        if ph.on_features:
+            forward_once += per_client
+        else:
+            local += ph.epochs * per_client if ph.epochs else ph.steps * cfg.batch_size
     train_examples = cfg.rounds * cohort * local
     evals = int(np.ceil(cfg.rounds / cfg.eval_every))
     f = model_flops(cfg.model, cfg.dataset)
-    flops = 3.0 * f * train_examples + f * test * evals
+    tuned = train if method.evaluation(cfg) is not None else 0.0
+    forward = cfg.rounds * cohort * forward_once + (test + tuned) * evals
+    flops = 3.0 * f * train_examples + f * forward
     rate = GPU_PEAK_FLOPS * GPU_UTILISATION
     chunk = max(1.0, min(cohort, cfg.fast_chunk_size))
     steps_per_client = local / cfg.batch_size
@@ -103,7 +117,7 @@ def unit_cost(cfg) -> dict:
     efficiency = COHORT_EFFICIENCY if chunk > 1 else 1.0
     step_seconds = max(3.0 * f * cfg.batch_size * chunk / (rate * efficiency),
                        GPU_STEP_LATENCY)
-    eval_seconds = evals * max(f * test / rate, np.ceil(test / 1000) * GPU_STEP_LATENCY)
+    eval_seconds = max(f * forward / rate, np.ceil(forward / 1000) * GPU_STEP_LATENCY)
     return {"example_steps": train_examples, "flops": flops,
             "gpu_seconds": chunk_steps * step_seconds + eval_seconds}
 

@@ -70,6 +70,14 @@ def _has_personal_phase(get) -> bool:
     return any(len(METHODS[m].phases(_PhaseKeys(get))) > 1 for m in get("methods"))
 
 
+def _fine_tunes_heads(get) -> bool:
+    """Whether a unit's methods fine-tune a read-out (paper 001: ``head_epochs``)."""
+    from ..methods import METHODS
+    keys = _PhaseKeys(get)
+    return any(any(ph.on_features for ph in METHODS[m].phases(keys))
+               or METHODS[m].evaluation(keys) is not None for m in get("methods"))
+
+
 class _PhaseKeys:
     """The config keys ``Method.phases`` reads, from a unit's values."""
 
@@ -109,6 +117,9 @@ def scale_values(values: dict, scale: str) -> dict:
             v["personal_steps"] = min(get("personal_steps"), s["local_steps"])
         if get("personal_epochs") is not None:
             v["personal_epochs"] = min(get("personal_epochs"), s["local_epochs"])
+    if _fine_tunes_heads(get) and s["local_epochs"] is not None:   # 15 epochs each round
+        v["head_epochs"] = min(get("head_epochs"), s["local_epochs"])
+        v["ppsgd_head_epochs"] = min(get("ppsgd_head_epochs"), s["local_epochs"])
     if s["batch_size"] is not None:
         v["batch_size"] = min(get("batch_size"), s["batch_size"])
     current = get("test_examples")
@@ -337,6 +348,8 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             label = spec.axis.labels[col] if col is not None else None
             values = spec.cell_values(ds, col)
             values.pop("reference", None)
+            # the scale reads the cell's methods (their phases decide what is capped)
+            values.setdefault("methods", spec.methods_of(ds, label))
             values = scale_values(values, scale)
             folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
             for method in values.pop("methods", spec.methods):
