@@ -183,7 +183,7 @@ class ClientTrainer:
                 real = tf.reduce_sum(w)
                 loss = tf.reduce_sum(w * losses) / tf.maximum(real, 1.0)
                 active = tf.cast(real > 0, tf.float32)
-        grads = tape.gradient(loss, variables)
+        grads = _gradients(tape, loss, variables, spec.trainable)
         if masks is not None:                        # d/d theta of L(theta * M) = M * L'
             grads = [g if m is None else g * m for g, m in zip(grads, masks)]
             for v, p, m in zip(variables, params, masks):
@@ -376,6 +376,22 @@ class ClientTrainer:
             params, slots = new_params, new_slots
             loss_sum, count = loss_sum + active * loss, count + active
         return params, loss_sum, count
+
+
+def _frozen_whole(t) -> bool:
+    """A trainable mask that freezes its whole tensor (a numpy constant of zeros)."""
+    return t is not None and not isinstance(t, tf.Tensor) and not np.any(t)
+
+
+def _gradients(tape, loss, variables, trainable):
+    """d loss / d variables, zeros for tensors the phase freezes whole, without computing
+    them: a head phase then back-propagates through the head only, not the frozen body (the
+    same numbers as masking them afterwards, which ``_frozen`` still does)."""
+    if trainable is None:
+        return tape.gradient(loss, variables)
+    live = [i for i, t in enumerate(trainable) if not _frozen_whole(t)]
+    got = dict(zip(live, tape.gradient(loss, [variables[i] for i in live])))
+    return [got[i] if i in got else tf.zeros_like(v) for i, v in enumerate(variables)]
 
 
 def _sum_squares(tensors, batched):
