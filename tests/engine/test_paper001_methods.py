@@ -214,3 +214,10 @@ def test_a_model_without_a_dense_head_is_refused_in_one_line():
     for method in ("dp_pfeddsu", "centaur"):
         with pytest.raises(config.ConfigError, match=r"^personal='head': .* not a Dense"):
             loop.client_program(dataclasses.replace(exp), method, odd)
+
+
+def test_a_personal_part_outside_the_read_out_is_refused_for_a_head_phase():
+    exp = _experiment(["centaur"], ("rounds=1", 'personal="rows:0-9"'))
+    model = loop.build_model_fn(exp, "centaur")()
+    with pytest.raises(config.ConfigError, match=r"^personal='rows:0-9': centaur trains"):
+        loop.client_program(exp, "centaur", model)

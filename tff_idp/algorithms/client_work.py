@@ -64,14 +64,10 @@ class ClientProgram:
 
     def phase_specs(self) -> List["PhaseSpec"]:
         """What the trainers need of each phase (:class:`PhaseSpec`)."""
-        out = []
-        for ph in self.phases:
-            lr = getattr(ph, "lr", None)
-            out.append(PhaseSpec(
-                self.trainable(ph), 1.0 if lr is None else lr / self.local_lr,
-                self.reparam is not None and self.reparam.penalty > 0 and ph.train != "personal",
-                float(getattr(ph, "proximal", 0.0))))
-        return out
+        return [PhaseSpec(
+            self.trainable(ph), 1.0 if ph.lr is None else ph.lr / self.local_lr,
+            self.reparam is not None and self.reparam.penalty > 0 and ph.train != "personal",
+            float(ph.proximal)) for ph in self.phases]
 
     def send(self, start, final, batched: bool):
         """What leaves a client and where its noise may land: (``client_output``, support),

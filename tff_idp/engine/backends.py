@@ -117,7 +117,7 @@ class FastBackend:
                                      program.reparam)
         self.specs = program.phase_specs()
         # phases on features computed once, when the chunk's clients train together
-        self.cached = [bool(getattr(ph, "on_features", False)) and self.cohort_model is not None
+        self.cached = [ph.on_features and self.cohort_model is not None
                        and self.cohort_model.readout_tensors is not None
                        for ph in program.phases]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)

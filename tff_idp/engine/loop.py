@@ -84,9 +84,19 @@ def client_program(exp: Experiment, method: str, model) -> ClientProgram:
     except ValueError as e:
         raise ConfigError(str(e)) from e
     phases = plugin.phases(exp.cfg)
-    if any(ph.on_features for ph in phases) and models.readout(model) is None:
-        raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a linear read-out "
-                          "(a Dense head) and the model has none")
+    if any(ph.on_features for ph in phases):
+        found = models.readout(model)
+        if found is None:
+            raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a linear read-out "
+                              "(a Dense head) and the model has none")
+        position = {v.ref(): i for i, v in enumerate(model.trainable_variables)}
+        readout = {position[w.ref()] for h in found[1] for w in h.trainable_weights}
+        for ph in phases:                # such a phase may train the read-out only
+            masks = split.trainable(ph.train) if ph.on_features else []
+            if any(i not in readout and (m is None or np.any(m)) for i, m in enumerate(masks)):
+                raise ConfigError(f"personal={split.spec!r}: {method} trains its personal part "
+                                  "on features under the read-out, so the personal part must "
+                                  "lie in the model's last Dense layer(s)")
     return ClientProgram(phases, split, plugin.client_output, plugin.server_update, reparam,
                          exp.cfg.local_lr)
 
