@@ -34,6 +34,24 @@ import numpy as np
 RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling")
 
 
+def _bad_argument(args):
+    """The first bad flag as one line ("--key=value: why"), or None; checked before
+    TensorFlow is imported."""
+    from . import models
+    if args.model is not None and args.model not in models.MODELS:
+        return f"--model={args.model!r}: choose from {', '.join(sorted(models.MODELS))}"
+    if args.method is None and args.model not in (None, "cnn2", "cnn3", "simple_cnn",
+                                                  "resnet18", "resnet20"):
+        return f"--model={args.model!r}: the bench's images need an image model"
+    for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs"):
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            return f"--{key.replace('_', '-')}={value}: must be >= 1"
+    if args.warmup < 0:
+        return f"--warmup={args.warmup}: must be >= 0"
+    return None
+
+
 def _timed(fn, warmup, rounds):
     for _ in range(warmup):
         fn()
@@ -58,14 +76,20 @@ def main(argv=None) -> int:
                    help="--method: local (extractor) epochs per round (paper 001: 5)")
     p.add_argument("--head-epochs", type=int, default=15,
                    help="--method: head fine-tuning epochs per round (paper 001: 15)")
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--batch", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--steps", type=int, default=5, help="local steps per client (default 5)")
+    p.add_argument("--batch", type=int, default=10, help="client batch size (default 10)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="timed rounds per runner; the median is reported (default 3)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed rounds per runner first (tracing; default 1)")
     p.add_argument("--only", default=",".join(RUNNERS),
                    help="comma list of runners to time: " + ", ".join(RUNNERS))
-    p.add_argument("--out", default="results/bench.json")
+    p.add_argument("--out", default="results/bench.json", help="where the JSON goes")
     args = p.parse_args(argv)
+    why = _bad_argument(args)
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     from .runtime import quiet_tf_logs
     quiet_tf_logs()                                  # before TensorFlow is imported
     if args.method is not None:

@@ -23,7 +23,9 @@ class ConfigError(ValueError):
 @dataclasses.dataclass
 class ExperimentConfig:
     """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
-    name: str = "digits-default"              # results go to <output_dir>/<name>/
+    # results go to <output_dir>/<name>/ (default: the config file's name without .toml;
+    # "digits-default" for the embedded default)
+    name: str = "digits-default"
     # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
     # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep ms_pafl ldp_fedavg centaur
     # dp_pfeddsu dp_fedavg_fb pmtl_ft ppsgd (tff_idp.methods)
@@ -410,6 +412,8 @@ def load(path: Optional[str], overrides: Optional[List[str]] = None) -> Experime
     """Load a TOML config (or the embedded default when ``path`` is None), apply
     ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
     values = read_toml(path) if path is not None else {}
+    if path is not None and "name" not in values:    # results of two files do not collide
+        values = dict(values, name=Path(path).stem)
     cfg = from_mapping(values)
     for item in overrides or []:
         if "=" not in item:

@@ -313,15 +313,18 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     return lines
 
 
-def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Path:
-    out = Path(out) if out is not None else spec.out_root(scale) / "report"
+def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
+                 output_dir: Optional[str] = None) -> Path:
+    """The report of ``spec`` at ``scale`` from the results under ``output_dir`` (default the
+    table's own), written to ``out`` (default <results>/<table>/<scale>/report)."""
+    out = Path(out) if out is not None else spec.out_root(scale, output_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
     if spec.notes:
         md += ["", spec.notes]
     figures = []
     if spec.kind == "train":
-        units = expand(spec, scale)
+        units = expand(spec, scale, output_dir)
         cells = collect(units)
         text, rows_csv = train_table(spec, cells)
         missing = [m for c in cells.values() for m in c["missing"]]
@@ -388,9 +391,13 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None) -> Pat
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tff_idp.report",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("table")
-    p.add_argument("--scale", default="paper")
-    p.add_argument("--out", default=None, help="output folder")
+    p.add_argument("table", help="a table config (TOML with a [table] section)")
+    p.add_argument("--scale", default="paper",
+                   help="smoke, laptop or paper (default): whose results to report")
+    p.add_argument("--out", default=None,
+                   help="folder of the report (default <results>/<table>/<scale>/report)")
+    p.add_argument("--output-dir", default=None,
+                   help="where the runs' results are (default the table's output_dir)")
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="only these data-set labels (comma-separated, e.g. FMNIST)")
     args = p.parse_args(argv)
@@ -400,7 +407,8 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    path = write_report(spec, args.scale, Path(args.out) if args.out else None)
+    path = write_report(spec, args.scale, Path(args.out) if args.out else None,
+                        args.output_dir)
     print(path)
     return 0
 

@@ -46,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--force", action="store_true",
                    help="retrain methods whose results folder is already complete with the "
                    "same config (skipped otherwise)")
+    p.add_argument("--output-dir", default=None,
+                   help="where results go (overrides the config's output_dir; table configs: "
+                   "the root of every run folder and of the default report)")
     p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"],
                    help="override the config's device (fast backend)")
@@ -87,7 +90,8 @@ def summary_rows(summaries, reference=None):
             eps = priv["table_epsilon"]
         rows.append({
             "method": s["method"],
-            "test_acc_%": f"{100 * s['final_test_accuracy']:.2f}",
+            # at the round of best validation when the run had a validation split (001)
+            "test_acc_%": f"{100 * s.get('reported_test_accuracy', s['final_test_accuracy']):.2f}",
             "rates_%": _fmt([100 * q for q in plan["rates"]]),
             "sigma^2": _fmt(plan["noise_multipliers_sq"])
             if priv.get("groups") or priv.get("table_epsilon") else "-",
@@ -97,7 +101,7 @@ def summary_rows(summaries, reference=None):
         })
         if reference:
             paper = reference.get(s["method"])
-            ours = 100 * s["final_test_accuracy"]
+            ours = 100 * s.get("reported_test_accuracy", s["final_test_accuracy"])
             rows[-1]["paper_%"] = "-" if paper is None else f"{paper:.2f}"
             rows[-1]["delta"] = "-" if paper is None else f"{ours - paper:+.2f}"
     return rows
@@ -113,6 +117,8 @@ def main(argv=None) -> int:
     try:
         extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
                  if v is not None]
+        if args.output_dir is not None:
+            extra.append(f"output_dir={_toml_string(args.output_dir)}")
         cfg = config_mod.load(args.config, args.overrides + extra)
         from .engine.experiment import prepare
         exp = prepare(cfg, persist=False)  # the partition is stored after every check
@@ -131,6 +137,8 @@ def main(argv=None) -> int:
         import tensorflow as tf
         from .engine.loop import check_methods
         check_methods(exp)                  # e.g. a split the model has not: before any write
+        if not args.force:
+            _check_run_folders(cfg)
         if exp.save_partition is not None:
             exp.save_partition()
         from .runtime import StopRequests
@@ -158,7 +166,9 @@ def _run_table(args) -> int:
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
         spec = only_datasets(load_table(args.config), args.only)
-        units = expand(spec, args.scale)    # every cell validated before any work
+        if args.output_dir is not None:
+            config_mod._check_writable_dir("--output-dir", args.output_dir)
+        units = expand(spec, args.scale, args.output_dir)   # every cell validated first
         if spec.kind == "train":
             check_data(pending(units))      # and the data the missing runs need is here
     except ConfigError as e:
@@ -166,13 +176,34 @@ def _run_table(args) -> int:
         return 2
     failed = 0
     if spec.kind == "train":
-        failed = run_table(spec, args.scale, jobs=args.jobs, progress=not args.quiet)
+        failed = run_table(spec, args.scale, jobs=args.jobs, output_dir=args.output_dir,
+                           progress=not args.quiet)
     if not args.no_report:
         from .report import write_report
         out = write_report(spec, args.scale,
-                           Path(args.report_dir) if args.report_dir else None)
+                           Path(args.report_dir) if args.report_dir else None, args.output_dir)
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _check_run_folders(cfg) -> None:
+    """One-line ConfigError when a method's results folder holds a finished run of another
+    config (two configs with one ``name`` used to overwrite each other silently)."""
+    from .engine.loop import run_fingerprint
+    from .engine.persist import foreign_run
+    for method in cfg.methods:
+        folder = Path(cfg.output_dir) / cfg.name / f"{method}-seed{cfg.seed}"
+        theirs = foreign_run(folder, cfg, method)
+        if theirs is not None:
+            raise ConfigError(
+                f"name={cfg.name!r}: {folder} holds a {method} run of another config "
+                f"(fingerprint {theirs}, this one {run_fingerprint(cfg, method)}); set another "
+                "name or output_dir, or --force to replace it")
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (for a --set built from a flag)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _device(choice: str):

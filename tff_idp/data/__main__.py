@@ -87,9 +87,13 @@ def _fetch(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tff_idp.data", description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["build", "stats", "fetch"])
-    p.add_argument("name")
+    p = argparse.ArgumentParser(
+        prog="python -m tff_idp.data", description=__doc__.split("\n\n")[0],
+        epilog="data sets: " + ", ".join(n for n in sorted(SOURCES) if ":" not in n)
+        + " (synthetic:<name>: a stand-in of the same shape)")
+    p.add_argument("command", choices=["build", "stats", "fetch"],
+                   help="build a data set, print its stats, or fetch its raw files")
+    p.add_argument("name", help="a data set (listed below)")
     p.add_argument("--root", default="datasets", help="where built data sets live")
     p.add_argument("--data-dir", default=None, help="TFDS directory (default <root>/tfds)")
     p.add_argument("--source", help="raw source (shakespeare: .tar.gz or folder of texts; "
@@ -97,10 +101,11 @@ def main(argv=None) -> int:
     p.add_argument("--min-lines", type=int, default=16,
                    help="shakespeare: lines a role must speak to be a client")
     p.add_argument("--partition", default=None,
-                   help="stats: a partition to describe (iid, dirichlet, pachinko, classes, shards)")
+                   help="stats: a partition to describe (iid, dirichlet, pachinko, classes, "
+                   "dealt_classes, shards)")
     p.add_argument("--clients", type=int, default=100, help="stats: clients of --partition")
     p.add_argument("--param", type=float, default=None, help="stats: partition_param")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="stats: the partition's seed")
     args = p.parse_args(argv)
     names = sorted(SOURCES)
     if args.name not in SOURCES:

@@ -128,11 +128,18 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
 def check_methods(exp: Experiment) -> None:
     """Every method's client program can be built on the experiment's model (one-line
     ConfigError otherwise): run before anything is written."""
+    x = exp.data.x_train[:1].astype(input_dtype(exp.data).as_numpy_dtype)
     for method in exp.cfg.methods:
         try:
             model = build_model_fn(exp, method)()
         except ValueError as e:
             raise ConfigError(f"model={exp.cfg.model!r}: {e}") from e
+        try:
+            model(x)                          # the data's inputs fit the model
+        except (ValueError, tf.errors.InvalidArgumentError) as e:
+            raise ConfigError(f"model={exp.cfg.model!r}: does not take {exp.cfg.dataset}'s "
+                              f"inputs of shape {tuple(x.shape[1:])} "
+                              f"({str(e).strip().splitlines()[0][:120]})") from e
         client_program(exp, method, model)
         if METHODS[method].evaluation(exp.cfg) is not None and models.readout(model) is None:
             raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a copy of the "

@@ -43,6 +43,20 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
     return summary
 
 
+def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:
+    """The fingerprint of a finished run of another config in ``folder`` (a different config
+    saved under the same ``name``), or None when the folder is absent, unreadable or this
+    config's own."""
+    try:
+        made = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    theirs = made.get("fingerprint") if isinstance(made, dict) else None
+    if theirs is None or theirs == run_fingerprint(cfg, method):
+        return None
+    return str(theirs)
+
+
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True) -> dict:
     cfg = exp.cfg
     with FolderLock(folder), RunFolder(folder, keep_partial=True) as tmp:

@@ -1,0 +1,76 @@
+"""CLI conventions a user relies on (issue 17, items 10-11): results named after the config
+file, a run folder of another config never silently overwritten, ``--output-dir``, a
+model that does not fit the data and bad bench flags refused in one line before any work,
+help on every flag."""
+import pytest
+
+from tff_idp import bench, run, runtime
+
+runtime.quiet_tf_logs()
+import tensorflow  # noqa: E402,F401
+
+SMALL = ["--set", "rounds=1", "--set", "num_clients=20", "--set", 'methods=["p_fedavg"]',
+         "--quiet"]
+
+
+def _one_line_error(capfd, needle):
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
+    return err[0]
+
+
+def test_results_are_named_after_the_config_file_and_another_config_is_refused(
+        tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text('local_lr = 0.1\n')
+    assert run.main(["mine.toml", "--output-dir", "out"] + SMALL) == 0
+    folder = tmp_path / "out" / "mine" / "p_fedavg-seed0"
+    before = (folder / "summary.json").read_text()
+    capfd.readouterr()
+    (tmp_path / "mine.toml").write_text('local_lr = 0.2\n')        # another config, same name
+    assert run.main(["mine.toml", "--output-dir", "out"] + SMALL) == 2
+    _one_line_error(capfd, "name='mine': ")
+    assert (folder / "summary.json").read_text() == before           # nothing written
+    assert run.main(["mine.toml", "--output-dir", "out", "--force"] + SMALL) == 0
+    assert (folder / "summary.json").read_text() != before
+
+
+def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    code = run.main(["--set", 'dataset="synthetic:cifar10"', "--set", 'model="digits_mlp"',
+                     "--output-dir", "out"] + SMALL)
+    assert code == 2
+    _one_line_error(capfd, "model='digits_mlp': does not take synthetic:cifar10's inputs of "
+                           "shape (32, 32, 3)")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--model", "nope"], "--model='nope': choose from"),
+    (["--clients", "0"], "--clients=0: must be >= 1"),
+    (["--rounds", "0"], "--rounds=0: must be >= 1"),
+    (["--method", "fedsgd"], "--method='fedsgd': choose from"),
+    (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1")])
+def test_bad_bench_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):
+    assert bench.main(flags + ["--out", str(tmp_path / "b.json")]) == 2
+    _one_line_error(capfd, needle)
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("module", ["tff_idp.report", "tff_idp.bench", "tff_idp.data",
+                                    "tff_idp.run"])
+def test_every_flag_has_help(module, capsys):
+    import importlib
+    main = importlib.import_module(module).main if module != "tff_idp.data" else \
+        importlib.import_module("tff_idp.data.__main__").main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    flags = [i for i, line in enumerate(lines) if line.strip().startswith("--")
+             and not line.strip().startswith("--help")]
+    for i in flags:        # a flag's help is on its line or the next, indented
+        own = lines[i].strip().split("  ", 1)
+        assert len(own) == 2 and own[1].strip() or lines[i + 1].startswith(" " * 10), lines[i]
+    if module == "tff_idp.data":
+        assert "fashion_mnist" in text and "cifar100" in text
