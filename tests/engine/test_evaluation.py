@@ -1,6 +1,4 @@
 """Personalised evaluation: each client's model on the test examples of its classes."""
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -45,5 +43,45 @@ def test_features_once_equals_each_clients_full_model(model_name, spec):
     assert got["personal_test_accuracy_std"] == pytest.approx(np.std([a for _, a in expect]))
     assert got["personal_test_clients"] == 5
     if split.head:    # the generic path agrees too
-        generic = PersonalEvaluation(model, dataclasses.replace(split, head=False), x, y, sets)
+        generic = PersonalEvaluation(model, split, x, y, sets, shortcut=False)
+        assert generic.readout is None
         assert generic(w, store)["personal_test_accuracy"] == got["personal_test_accuracy"]
+
+
+def test_read_out_fine_tuning_on_features_equals_training_the_head_of_the_full_model():
+    """DP-FedAvg-fb's evaluation copy: each client's head fine-tuned on features computed
+    once gives the head that the same steps through the whole model (body frozen) give."""
+    import tensorflow as tf
+    from tff_idp.algorithms.client_work import ClientTrainer, PhaseSpec
+    from tff_idp.engine.cohort_model import CohortModel
+    from tff_idp.engine.evaluation import ReadoutFineTune
+    rng = np.random.default_rng(3)
+    model = models.build("digits_mlp", input_dim=12, num_classes=4)
+    w = model.get_weights()
+    x = rng.normal(size=(90, 12)).astype(np.float32)
+    y = rng.integers(0, 4, 90).astype(np.int32)
+    sets = [np.arange(0, 25), np.arange(25, 60), np.arange(60, 90)]
+    trainer = ClientTrainer("sgd", 0.9, 1e-3)
+    tune = ReadoutFineTune(CohortModel(model), trainer, epochs=2, lr=0.05, lr_decay=1.0,
+                           batch_size=8, train_sets=sets, x_train=x, y_train=y, seed=5)
+    evaluation = PersonalEvaluation(model, split_model(model, "none"), x, y, sets)
+    readout = CohortModel(model).readout_tensors
+    heads = {i: np.repeat(w[i][None], 3, axis=0) for i in readout}
+    got = tune(4, evaluation._features, w, heads, [0, 1, 2])
+    frozen = [np.float32(0.0) if i not in readout else None for i in range(len(w))]
+    for c, ids in enumerate(sets):
+        gen = np.random.default_rng([5, 4, c, ReadoutFineTune.STREAM])
+        order = np.concatenate([gen.permutation(len(ids)) for _ in range(2)])
+        steps = -(-len(order) // 8)
+        xs = np.zeros((steps * 8, 12), np.float32)
+        ys = np.zeros(steps * 8, np.int32)
+        ws = np.zeros(steps * 8, np.float32)
+        xs[:len(order)], ys[:len(order)], ws[:len(order)] = x[ids][order], y[ids][order], 1.0
+        final, _ = trainer.train_on_batches_phases(
+            model, [tf.constant(v) for v in w],
+            [(tf.constant(xs.reshape(steps, 8, 12)), tf.constant(ys.reshape(steps, 8)),
+              tf.constant(ws.reshape(steps, 8)), PhaseSpec(trainable=frozen))],
+            tf.constant(0.05))
+        for i in readout:
+            np.testing.assert_allclose(got[i][c], final[i].numpy(), atol=1e-5)
+        model.set_weights(w)
