@@ -74,3 +74,21 @@ def test_every_flag_has_help(module, capsys):
         assert len(own) == 2 and own[1].strip() or lines[i + 1].startswith(" " * 10), lines[i]
     if module == "tff_idp.data":
         assert "fashion_mnist" in text and "cifar100" in text
+
+
+def test_tools_do_not_print_tensorflows_start_up_lines(tmp_path):
+    """Issue 17 item 13: no cuDNN/cuFFT/cuBLAS registration or oneDNN lines from the tools
+    that import TensorFlow (run is covered by tests/test_run_cli.py)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-m", "tff_idp.report",
+                           str(root / "runs" / "dp_pfeddsu" / "table4.toml"), "--scale", "smoke",
+                           "--out", str(tmp_path / "r"), "--output-dir", str(tmp_path / "none")],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert not [line for line in done.stderr.splitlines()
+                if "tensorflow/" in line or "cuDNN" in line or "oneDNN" in line], done.stderr

@@ -389,6 +389,8 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
 
 
 def main(argv=None) -> int:
+    from .runtime import quiet_tf_logs
+    quiet_tf_logs()                        # before TensorFlow is imported
     p = argparse.ArgumentParser(prog="python -m tff_idp.report",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("table", help="a table config (TOML with a [table] section)")

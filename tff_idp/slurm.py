@@ -84,6 +84,8 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
 
 
 def main(argv=None) -> int:
+    from .runtime import quiet_tf_logs
+    quiet_tf_logs()                        # before TensorFlow is imported
     p = argparse.ArgumentParser(prog="python -m tff_idp.slurm",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=["submit", "status", "collect"])

@@ -87,6 +87,8 @@ def _fetch(args) -> int:
 
 
 def main(argv=None) -> int:
+    from ..runtime import quiet_tf_logs
+    quiet_tf_logs()                        # before TensorFlow is imported
     p = argparse.ArgumentParser(
         prog="python -m tff_idp.data", description=__doc__.split("\n\n")[0],
         epilog="data sets: " + ", ".join(n for n in sorted(SOURCES) if ":" not in n)
