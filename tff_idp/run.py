@@ -171,6 +171,8 @@ def _run_table(args) -> int:
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
         if spec.kind == "train":
             check_data(pending(units))      # and the data the missing runs need is here
+            if any(u.cfg.device == "gpu" for u in pending(units)):
+                _device("gpu")              # one line when there is no GPU here
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,14 +2,16 @@
 
 ``submit`` writes an sbatch array script, one array task per unit (cell x method x seed) of
 the table at ``--scale``, and submits it with ``sbatch`` (``--dry-run``: only writes it).
-Every task runs ``python -m tff_idp.harness.task TABLE --scale S`` (which picks its unit from
-``$SLURM_ARRAY_TASK_ID``), skips a complete unit, resumes an interrupted one from its
-checkpoint, and is requeued when preempted (``--requeue``; SIGTERM ahead of the kill is
-caught by Slurm's requeue and the task restarts from the last checkpoint). Units already
-complete are left out of the array (``--array`` lists only the missing indices).
-``status`` counts done / running / stalled / failed / pending units from the results
-folders; ``collect`` writes the report (``python -m tff_idp.report``) and lists what is
-missing. No Slurm is needed for ``status``, ``collect`` or ``submit --dry-run``.
+Every task runs ``python -m tff_idp.harness.task TABLE --scale S`` as a job step (``srun``,
+with the absolute interpreter and project root of the submitting machine; which unit comes
+from ``$SLURM_ARRAY_TASK_ID``), skips a complete unit and resumes an interrupted one from its
+checkpoint. ``--signal=TERM@GRACE`` reaches the Python task ahead of the time limit (and
+Slurm sends SIGTERM on preemption): it finishes its round, checkpoints and exits 143, and the
+script requeues it; after ``--max-requeues`` stops the unit fails instead. Units already
+complete are left out of the array; a submit whose data are not staged is refused in one
+line. ``status`` counts done / running / stalled / failed / pending units from the results
+folders (running: a heartbeat written every round); ``collect`` writes the report and lists
+what is missing. No Slurm is needed for ``status``, ``collect`` or ``submit --dry-run``.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import List
 
 from .config import ConfigError
 from .harness.runner import pending, unit_complete, units_by_state, write_units_list
-from .harness.table import TableSpec, expand, load_table
+from .harness.table import TableSpec, check_data, expand, load_table
 
 
 def _ranges(indices: List[int]) -> str:
@@ -42,8 +44,26 @@ def _ranges(indices: List[int]) -> str:
     return ",".join(out)
 
 
+STOPPED = 143          # a task stopped by SIGTERM after checkpointing (runtime.StopRequests)
+
+
+def default_time(units, margin: float = 1.5, startup_minutes: int = 15) -> str:
+    """``--time`` from the cost model (``harness.cost``): the slowest unit's estimated GPU
+    time x ``margin`` + start-up, whole minutes, as Slurm's D-HH:MM:SS."""
+    from .harness.cost import unit_cost
+    slowest = max(unit_cost(u.cfg)["gpu_seconds"] for u in units)
+    minutes = int(-(-(slowest * margin) // 60)) + startup_minutes
+    days, rest = divmod(minutes, 24 * 60)
+    return f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"
+
+
 def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
-                  repo: Path, log_dir: Path) -> str:
+                  repo: Path, log_dir: Path, python: str) -> str:
+    """The array script. The task runs as a job step (``srun``), so ``--signal=TERM@N``
+    reaches Python itself: it finishes its round, checkpoints and exits 143; the script then
+    requeues the task, which resumes from the checkpoint. The task counts its stops in its
+    unit's folder and fails (FAILED.txt, exit 1, no requeue) after ``--max-requeues`` of
+    them, as submitit caps timeouts."""
     array = _ranges(indices) + (f"%{args.array_parallel}" if args.array_parallel else "")
     lines = ["#!/bin/bash",
              f"#SBATCH --job-name={spec.name}-{scale}",
@@ -54,31 +74,34 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
              f"#SBATCH --output={log_dir}/%A_%a.out",
              "#SBATCH --open-mode=append",
              "#SBATCH --requeue",
-             "#SBATCH --signal=B:TERM@120"]
-    if args.partition:
-        lines.append(f"#SBATCH --partition={args.partition}")
-    if args.gres:
-        lines.append(f"#SBATCH --gres={args.gres}")
-    if args.account:
-        lines.append(f"#SBATCH --account={args.account}")
+             f"#SBATCH --signal=TERM@{args.grace}"]
+    for flag in ("partition", "gres", "gpus", "qos", "constraint", "account", "mail_type"):
+        value = getattr(args, flag)
+        if value:
+            lines.append(f"#SBATCH --{flag.replace('_', '-')}={value}")
+    lines += [f"#SBATCH {extra}" for extra in args.sbatch]
     task = " ".join(shlex.quote(t) for t in
-                    ["python", "-m", "tff_idp.harness.task", str(spec.path), "--scale", scale])
+                    [python, "-m", "tff_idp.harness.task", str(spec.path.resolve()), "--scale",
+                     scale, "--max-requeues", str(args.max_requeues)])
     lines += ["",
               "# one unit (cell x method x seed) per array task; a complete unit is skipped,",
-              "# an interrupted one resumes from its checkpoint (after a preemption requeue or",
-              "# the requeue below, sent when the time limit is 120 s away)",
-              "set -uo pipefail",
-              f"cd {shlex.quote(str(repo))}",
-              "source .venv/bin/activate",
+              "# an interrupted one resumes from its checkpoint",
+              "set -euo pipefail",
+              f"cd {shlex.quote(str(repo))}"]
+    lines += list(args.setup)
+    lines += [f"if [ ! -x {shlex.quote(python)} ]; then",
+              f"  echo \"error: interpreter {python} not found on $(hostname)\" >&2; exit 2",
+              "fi",
               'echo "task ${SLURM_ARRAY_TASK_ID} (restart ${SLURM_RESTART_COUNT:-0}) on '
               '$(hostname)"',
-              "requeue() {",
-              '  echo "time limit near: requeue ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"',
+              "status=0",
+              f"srun --ntasks=1 {task} || status=$?",
+              f"if [ \"$status\" -eq {STOPPED} ]; then   # SIGTERM: checkpointed; go on later",
+              '  echo "stopped by SIGTERM: requeue ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"',
               '  scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"',
-              "}",
-              "trap requeue TERM",
-              f"{task} &",
-              "wait $!",
+              "  exit 0",
+              "fi",
+              'exit "$status"',
               ""]
     return "\n".join(lines)
 
@@ -88,15 +111,36 @@ def main(argv=None) -> int:
     quiet_tf_logs()                        # before TensorFlow is imported
     p = argparse.ArgumentParser(prog="python -m tff_idp.slurm",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["submit", "status", "collect"])
-    p.add_argument("table")
-    p.add_argument("--scale", default="paper")
-    p.add_argument("--partition", default=None)
-    p.add_argument("--gres", default="gpu:1")
-    p.add_argument("--time", default="04:00:00")
-    p.add_argument("--cpus", type=int, default=4)
-    p.add_argument("--mem", default="32G")
-    p.add_argument("--account", default=None)
+    p.add_argument("command", choices=["submit", "status", "collect"],
+                   help="submit the missing units, count units by state, or write the report")
+    p.add_argument("table", help="a table config (TOML with a [table] section)")
+    p.add_argument("--scale", default="paper", help="smoke, laptop or paper (default)")
+    p.add_argument("--partition", default=None, help="#SBATCH --partition")
+    p.add_argument("--gres", default="gpu:1", help="#SBATCH --gres (default gpu:1)")
+    p.add_argument("--gpus", default=None, help="#SBATCH --gpus (instead of --gres)")
+    p.add_argument("--qos", default=None, help="#SBATCH --qos")
+    p.add_argument("--constraint", default=None, help="#SBATCH --constraint")
+    p.add_argument("--mail-type", default=None, help="#SBATCH --mail-type (e.g. END,FAIL)")
+    p.add_argument("--sbatch", action="append", default=[], metavar="LINE",
+                   help="any other #SBATCH line, e.g. --sbatch=--exclusive (repeatable)")
+    p.add_argument("--setup", action="append", default=[], metavar="LINE",
+                   help="a shell line run before the task, e.g. 'module load cuda/12' "
+                        "(repeatable)")
+    p.add_argument("--time", default=None,
+                   help="#SBATCH --time (default: the cost model's estimate of the slowest "
+                        "unit x 1.5 + 15 min)")
+    p.add_argument("--grace", type=int, default=300,
+                   help="seconds before the time limit that SIGTERM reaches the task "
+                        "(it finishes its round and checkpoints; default 300)")
+    p.add_argument("--max-requeues", type=int, default=3,
+                   help="stops by SIGTERM after which a unit fails instead of being requeued "
+                        "(default 3)")
+    p.add_argument("--python", default=None,
+                   help="the interpreter on the compute nodes (default: the one running "
+                        "this command, absolute)")
+    p.add_argument("--cpus", type=int, default=4, help="#SBATCH --cpus-per-task")
+    p.add_argument("--mem", default="32G", help="#SBATCH --mem")
+    p.add_argument("--account", default=None, help="#SBATCH --account")
     p.add_argument("--array-parallel", type=int, default=None,
                    help="at most N array tasks at once (--array=...%%N)")
     p.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
@@ -109,6 +153,12 @@ def main(argv=None) -> int:
         units = expand(spec, args.scale)
         if args.array_parallel is not None and args.array_parallel < 1:
             raise ConfigError(f"--array-parallel={args.array_parallel}: must be >= 1")
+        if args.grace < 30:
+            raise ConfigError(f"--grace={args.grace}: must be >= 30 seconds")
+        if args.max_requeues < 0:
+            raise ConfigError(f"--max-requeues={args.max_requeues}: must be >= 0")
+        if args.command == "submit":        # the data the missing units need is staged
+            check_data(pending(units))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -136,9 +186,13 @@ def main(argv=None) -> int:
     if not todo:
         print(f"{spec.name} at scale {args.scale}: every unit is complete; nothing to submit")
         return 0
-    repo = Path.cwd().resolve()
+    repo = Path(__file__).resolve().parents[1]
+    python = str(Path(args.python or sys.executable).absolute())
+    if args.time is None:
+        args.time = default_time([units[i] for i in todo])
     script = slurm_dir / "array.sbatch"
-    script.write_text(sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve()))
+    script.write_text(sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(),
+                                    python))
     print(f"wrote {script} ({len(todo)} of {len(units)} units; index -> unit in "
           f"{slurm_dir / 'units.tsv'})")
     if args.dry_run:

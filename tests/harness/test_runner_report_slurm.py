@@ -50,39 +50,157 @@ def test_a_folder_made_with_another_config_is_stale(table, tmp_path):
     assert folder_state(unit) == "stale" and unit in pending([unit])
 
 
+def _fake_slurm(tmp_path, srun_status=None):
+    """A PATH with fake ``srun`` (runs its command, or exits ``srun_status``), ``scontrol``
+    (records its arguments in tmp_path/scontrol.log) and ``module`` (a set-up line's)."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    srun = bin_dir / "srun"
+    body = f"exit {srun_status}" if srun_status is not None else \
+        'while [ "${1#--}" != "$1" ]; do shift; done\nexec "$@"'
+    srun.write_text(f"#!/bin/bash\n{body}\n")
+    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path}/scontrol.log\n')
+    (bin_dir / "module").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path}/module.log\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    return dict(ENV, PATH=f"{bin_dir}:{ENV['PATH']}")
+
+
 def test_slurm_script_and_task_logic(table, tmp_path):
     spec = load_table(str(table))
     units = expand(spec, "smoke")
     proc = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
                  "--partition", "gpu", "--gres", "gpu:1", "--time", "02:00:00",
-                 "--array-parallel", "2"])
+                 "--array-parallel", "2", "--qos", "high", "--constraint", "a100",
+                 "--mail-type", "END,FAIL", "--sbatch=--exclusive",
+                 "--setup", "module load cuda/12.2"])
     assert proc.returncode == 0, proc.stderr
     script_path = spec.out_root("smoke") / "slurm" / "array.sbatch"
     script = script_path.read_text()
+    python = str(Path(sys.executable).absolute())
     for line in ("#SBATCH --array=0-3%2", "#SBATCH --requeue", "#SBATCH --gres=gpu:1",
-                 "#SBATCH --partition=gpu", "#SBATCH --time=02:00:00", "trap requeue TERM",
-                 "python -m tff_idp.harness.task"):
+                 "#SBATCH --partition=gpu", "#SBATCH --time=02:00:00",
+                 "#SBATCH --signal=TERM@300", "#SBATCH --qos=high", "#SBATCH --constraint=a100",
+                 "#SBATCH --mail-type=END,FAIL", "#SBATCH --exclusive", "set -euo pipefail",
+                 f"cd {ROOT}", "module load cuda/12.2",
+                 f"srun --ntasks=1 {python} -m tff_idp.harness.task {table.resolve()} "
+                 "--scale smoke --max-requeues 3"):
         assert line in script, line
+    assert "B:TERM" not in script and "source .venv" not in script
     assert len((spec.out_root("smoke") / "slurm" / "units.tsv").read_text().splitlines()) == 4
-    # the script itself, as array task 2, on this machine
-    env = dict(ENV, SLURM_ARRAY_TASK_ID="2", SLURM_ARRAY_JOB_ID="77")
+    # the script itself, as array task 2, on this machine (srun runs the task here)
+    env = dict(_fake_slurm(tmp_path), SLURM_ARRAY_TASK_ID="2", SLURM_ARRAY_JOB_ID="77")
     ran = subprocess.run(["bash", str(script_path)], env=env, capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-1500:]
+    assert (tmp_path / "module.log").read_text().strip() == "load cuda/12.2"
     assert [folder_state(u) for u in units] == ["pending", "pending", "done", "pending"]
     # the task logic directly: a complete unit is skipped
     again = _run(["tff_idp.harness.task", str(table), "--scale", "smoke"], env=env)
     assert again.returncode == 0 and "already complete" in again.stderr
     status = _run(["tff_idp.slurm", "status", str(table), "--scale", "smoke"])
     assert "done 1" in status.stdout and "pending 3" in status.stdout
-    # resubmitting leaves the complete unit out of the array
+    # resubmitting leaves the complete unit out of the array; --time from the cost model
     _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run"])
-    assert "#SBATCH --array=0-1,3\n" in script_path.read_text()
+    script = script_path.read_text()
+    assert "#SBATCH --array=0-1,3\n" in script and "#SBATCH --time=0-00:16:00\n" in script
     bad = _run(["tff_idp.harness.task", str(table), "--scale", "smoke"],
                env={k: v for k, v in ENV.items() if k != "SLURM_ARRAY_TASK_ID"})
     assert bad.returncode == 2 and "SLURM_ARRAY_TASK_ID" in bad.stderr
     collect = _run(["tff_idp.slurm", "collect", str(table), "--scale", "smoke"])
     assert collect.returncode == 0 and "1 of 4 units complete" in collect.stdout
+
+
+def test_a_task_stopped_by_sigterm_is_requeued_by_the_script(table, tmp_path):
+    """srun's task exits 143 (stopped by SIGTERM after a checkpoint): the script asks
+    scontrol to requeue this array task and ends 0; any other failure is passed on."""
+    spec = load_table(str(table))
+    assert _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke",
+                 "--dry-run"]).returncode == 0
+    script_path = spec.out_root("smoke") / "slurm" / "array.sbatch"
+    for status, code, requeued in ((143, 0, True), (1, 1, False)):
+        (tmp_path / "scontrol.log").unlink(missing_ok=True)
+        env = dict(_fake_slurm(tmp_path, status), SLURM_ARRAY_TASK_ID="1",
+                   SLURM_ARRAY_JOB_ID="9")
+        ran = subprocess.run(["bash", str(script_path)], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert ran.returncode == code, ran.stderr
+        log = tmp_path / "scontrol.log"
+        assert (log.exists() and log.read_text().strip() == "requeue 9_1") == requeued
+
+
+def test_sigterm_checkpoints_counts_stops_and_fails_after_the_cap(table, tmp_path):
+    """The task itself: SIGTERM mid-run -> checkpoint, exit 143, one stop counted; a stop
+    beyond --max-requeues -> FAILED.txt, exit 1; a retry clears it and finishes the unit."""
+    import signal
+    import time
+    table.write_text(table.read_text().replace("rounds = 3", "rounds = 60\ncheckpoint_every = 0"))
+    spec = load_table(str(table))
+    unit = expand(spec, "paper")[0]
+    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    env = dict(ENV, SLURM_ARRAY_TASK_ID="0")
+
+    def stop_after_first_round(max_requeues):
+        (partial / "heartbeat.json").unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-m", "tff_idp.harness.task", str(table),
+                                 "--scale", "paper", "--max-requeues", str(max_requeues)],
+                                cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 300
+        while not (partial / "heartbeat.json").exists() and time.time() < deadline \
+                and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+        return proc.returncode, err
+
+    code, err = stop_after_first_round(3)
+    if code == 0:                      # the run finished before the signal landed
+        import pytest
+        pytest.skip("the unit finished before SIGTERM arrived")
+    assert code == 143, err
+    assert (partial / "stops.txt").read_text().strip() == "1"
+    assert (partial / "checkpoint.npz").exists()
+    assert folder_state(unit) == "running"                       # its heartbeat is fresh
+    code, err = stop_after_first_round(0)
+    assert code in (1, 0), err
+    if code == 1:
+        assert (partial / "FAILED.txt").exists() and folder_state(unit) == "failed"
+        assert "stopped 2 times near the time limit" in err
+    retry = _run(["tff_idp.harness.task", str(table), "--scale", "paper"], env=env)
+    assert retry.returncode == 0, retry.stderr[-1500:]
+    assert folder_state(unit) == "done" and not (unit.folder / "heartbeat.json").exists()
+
+
+def test_submit_refuses_a_table_whose_data_are_not_staged(tmp_path):
+    from .conftest import tiny_table
+    path = tiny_table(tmp_path, extra="")
+    text = path.read_text().replace('dataset = "digits"', 'dataset = "cifar10"\n'
+                                    f'data_dir = "{tmp_path / "empty"}"')
+    path.write_text(text.replace('model = "logistic"', 'model = "cnn3"'))
+    proc = _run(["tff_idp.slurm", "submit", str(path), "--scale", "paper", "--dry-run"],
+                env={k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "cifar10" in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_status_tells_running_from_stalled_by_the_heartbeat(table):
+    import time
+    spec = load_table(str(table))
+    unit = expand(spec, "smoke")[0]
+    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    partial.mkdir(parents=True)
+    beat = partial / "heartbeat.json"
+    old = time.time() - 3600
+    beat.write_text(json.dumps({"time": old, "round_seconds": 30.0}))
+    os.utime(beat, (old, old))
+    os.utime(partial, (old, old))
+    assert folder_state(unit) == "stalled"
+    # a slow run: rounds of 40 minutes, last heartbeat an hour ago -> still running
+    beat.write_text(json.dumps({"time": old, "round_seconds": 2400.0}))
+    os.utime(beat, (old, old))
+    os.utime(partial, (old, old))
+    assert folder_state(unit) == "running"
 
 
 def _fake_result(unit, accuracy, curve):

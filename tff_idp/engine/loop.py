@@ -358,6 +358,8 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                 row.update(personal_eval(runner.weights, store, rnd))
                 bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
         rows.append(row)
+        if checkpoint_dir is not None:   # for `slurm status`: this run is alive
+            write_heartbeat(Path(checkpoint_dir), rnd + 1, time.perf_counter() - t0)
         every = cfg.checkpoint_every
         due = every and (rnd + 1) % every == 0
         if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
@@ -377,6 +379,33 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
     return rows
 
 
+def machine(device: str) -> dict:
+    """Where the run ran: host, the device asked for and the GPUs TensorFlow saw (names)."""
+    import socket
+    gpus = []
+    for g in tf.config.list_physical_devices("GPU"):
+        try:
+            gpus.append(tf.config.experimental.get_device_details(g).get("device_name", g.name))
+        except (ValueError, RuntimeError):
+            gpus.append(g.name)
+    return {"host": socket.gethostname(), "device": device,
+            "ran_on": "gpu" if gpus and device != "cpu" else "cpu", "gpus": gpus}
+
+
+HEARTBEAT = "heartbeat.json"
+
+
+def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> None:
+    """A small JSON in the run's partial folder after every round (when, which round, how
+    long it took, host and pid): ``harness.runner.folder_state`` tells a running unit from a
+    stalled one by it."""
+    import os
+    import socket
+    (folder / HEARTBEAT).write_text(json.dumps({
+        "time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
+        "host": socket.gethostname(), "pid": os.getpid()}))
+
+
 def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval) -> dict:
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
@@ -394,6 +423,7 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
         "plan": plan_summary(plan, exp.setting),
+        "machine": machine(cfg.device),
         **({"data_note": exp.data.note} if exp.data.note else {}),
         **plugin.summary_extras(plan, cfg),
         **({} if split.trivial else {"personal": {

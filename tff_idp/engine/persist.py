@@ -17,7 +17,7 @@ from ..atomic import FolderLock
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT
-from .loop import run_fingerprint, run_method
+from .loop import HEARTBEAT, run_fingerprint, run_method
 
 
 def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
@@ -69,4 +69,5 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
         write_csv(tmp / "ledger.csv", list(ledger.client_rows()))
         write_json(tmp / "summary.json", summary)
         (tmp / CHECKPOINT).unlink(missing_ok=True)
+        (tmp / HEARTBEAT).unlink(missing_ok=True)
     return summary

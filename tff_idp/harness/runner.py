@@ -8,6 +8,7 @@ traceback in its ``.partial`` folder; the others go on, and the exit status is 1
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,10 +29,13 @@ FAILED = "FAILED.txt"
 
 def run_unit(unit: Unit, progress: bool = False) -> dict:
     """Train one unit into its folder (resuming from its checkpoint if one is there)."""
+    import tensorflow as tf
     from ..engine.experiment import prepare
     from ..engine.persist import train_to_folder
+    from ..run import _device
     exp = prepare(unit.cfg)
-    return train_to_folder(exp, unit.method, unit.folder, progress=progress)
+    with tf.device(_device(unit.cfg.device)):      # the table's device (None: TF's choice)
+        return train_to_folder(exp, unit.method, unit.folder, progress=progress)
 
 
 def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[str]:
@@ -128,8 +132,8 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
 
 def folder_state(unit: Unit) -> str:
     """'done', 'stale' (complete but made with another config), 'failed', 'running' (a
-    partial folder updated in the last 10 minutes), 'stalled' (one untouched for longer) or
-    'pending'."""
+    heartbeat or a file of the partial folder within the last 10 minutes, or within three of
+    its rounds when rounds are longer), 'stalled' (none for longer) or 'pending'."""
     if unit_complete(unit):
         return "done"
     if is_complete(unit.folder):
@@ -140,7 +144,14 @@ def folder_state(unit: Unit) -> str:
     if (partial / FAILED).exists():
         return "failed"
     latest = max([p.stat().st_mtime for p in partial.iterdir()] + [partial.stat().st_mtime])
-    return "running" if time.time() - latest < 600 else "stalled"
+    window = 600.0
+    try:                              # written every round (engine.loop.write_heartbeat)
+        beat = json.loads((partial / "heartbeat.json").read_text())
+        latest = max(latest, float(beat["time"]))
+        window = max(window, 3.0 * float(beat["round_seconds"]) + 60.0)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return "running" if time.time() - latest < window else "stalled"
 
 
 def units_by_state(units: List[Unit]) -> dict:
