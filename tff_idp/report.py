@@ -227,27 +227,39 @@ def _plt():
     return plt
 
 
-def plot_convergence(spec: TableSpec, cells, path: Path) -> Optional[Path]:
+def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
+                     ) -> Optional[Path]:
+    """Mean test accuracy per round over seeds (a band of one std), one panel per data set,
+    methods by their papers' names, the paper's final value as a star at the last round
+    where it has one; the title says the scale and when the data were synthetic stand-ins;
+    the legend sits below the panels, off the lines."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
+    from .methods import paper_name
     datasets = list(spec.datasets)
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.4),
+    fig, axes = plt.subplots(1, len(datasets), figsize=(max(6.4, 4.2 * len(datasets)), 3.8),
                              squeeze=False)
-    drawn = False
+    drawn, synthetic = False, False
     columns = spec.axis.labels if spec.axis else [None]
     for ax, ds in zip(axes[0], datasets):
-        for col, m in ((col, m) for col in columns for m in spec.methods_of(ds, col)):
+        pairs = [(col, m) for col in columns for m in spec.methods_of(ds, col)]
+        for k, (col, m) in enumerate(pairs):
             c = cells.get((ds, col, m))
             if not c or not c["curves"]:
                 continue
+            synthetic |= any("synthetic" in n for n in c["notes"])
             curves = np.asarray(c["curves"], float)
             mean = np.nanmean(curves, axis=0)
             x = np.arange(1, len(mean) + 1)
-            ax.plot(x, mean, label=m if col is None else f"{m}, {col}",
-                    marker="o" if len(x) < 12 else None)
+            label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
+            line, = ax.plot(x, mean, label=label, marker="o" if len(x) < 12 else None)
             if len(curves) > 1:
                 sd = np.nanstd(curves, axis=0)
-                ax.fill_between(x, mean - sd, mean + sd, alpha=0.2)
+                ax.fill_between(x, mean - sd, mean + sd, alpha=0.2, color=line.get_color())
+            paper = spec.reference_value(ds, m, col)
+            if isinstance(paper, (int, float)):     # side by side right of the last round
+                ax.plot([x[-1] * (1.03 + 0.025 * k)], [paper], marker="*", markersize=10,
+                        linestyle="none", color=line.get_color(), markeredgecolor="k")
             drawn = True
         ax.set_title(ds)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -257,9 +269,23 @@ def plot_convergence(spec: TableSpec, cells, path: Path) -> Optional[Path]:
     if not drawn:
         plt.close(fig)
         return None
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{spec.name}: convergence (mean over seeds)", fontsize=10)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
+                              color="grey", markeredgecolor="k"))
+    labels.append("paper (final)")
+    ncol = max(2, min(len(labels), int(fig.get_figwidth() // 1.6)))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
+    if synthetic:
+        title += " - synthetic stand-in data (wiring check)"
+    fig.suptitle(title, fontsize=10)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, 0.055 * rows + 0.02, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -345,7 +371,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    (" ..." if len(missing) > 20 else ""), ""]
         md += ["## Cost", ""] + cost_lines(spec, cells, scale)
         if "convergence" in spec.figures:
-            p = plot_convergence(spec, cells, out / "convergence.png")
+            p = plot_convergence(spec, cells, out / "convergence.png", scale)
             if p:
                 figures.append(p)
     elif spec.kind == "noise":

@@ -18,8 +18,23 @@ METHODS: Dict[str, Method] = {m.name: m for m in (
     IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg()) + PAPER001}
 
 
+# the names the papers print (plots and figure legends; configs use the registry keys)
+PAPER_NAMES = {
+    "p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed",
+    "gdpfed_opc": "GDPFed-opc", "gdpfed_plus": "GDPFed+", "idp_sample": "IDP-FedAvg (SAMPLE)",
+    "idp_scale": "IDP-FedAvg (SCALE)", "idp_fedavg": "IDP-FedAvg", "pfa": "PFA",
+    "fedrep": "FedRep", "dp_fedrep": "DP-FedRep", "ms_pafl": "MS-PAFL",
+    "ldp_fedavg": "LDP-FedAvg", "centaur": "CENTAUR", "dp_pfeddsu": "DP-pFedDSU",
+    "dp_fedavg_fb": "DP-FedAvg-fb", "pmtl_ft": "PMTL-FT", "ppsgd": "PPSGD"}
+
+
 def get(name: str) -> Method:
     return METHODS[name]
 
 
-__all__ = ["METHODS", "Method", "Phase", "get"]
+def paper_name(name: str) -> str:
+    """A method's name as its paper prints it (the registry key when there is none)."""
+    return PAPER_NAMES.get(name, name)
+
+
+__all__ = ["METHODS", "PAPER_NAMES", "Method", "Phase", "get", "paper_name"]
