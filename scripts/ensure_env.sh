@@ -23,7 +23,7 @@ esac
 stamp="$venv/.tff_idp_installed"
 want="$(cat "$root/requirements.txt" "$root/requirements-tff.txt" | sha256sum | cut -c1-16)"
 project="$venv/.tff_idp_project"
-want_project="$(sha256sum "$root/pyproject.toml" | cut -c1-16)"
+want_project="$( (cat "$root/pyproject.toml"; echo "$root") | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   # the pins are in place; the package itself (its console scripts) follows pyproject.toml
   if [ ! -f "$project" ] || [ "$(cat "$project")" != "$want_project" ]; then

@@ -92,3 +92,18 @@ def test_tools_do_not_print_tensorflows_start_up_lines(tmp_path):
     assert done.returncode == 0, done.stderr[-1000:]
     assert not [line for line in done.stderr.splitlines()
                 if "tensorflow/" in line or "cuDNN" in line or "oneDNN" in line], done.stderr
+
+
+def test_a_download_without_a_route_fails_in_one_line_within_30_seconds(tmp_path, capfd):
+    """Issue 17 item 7: the data set's host is probed first (TFDS's own loop retried name
+    resolution until killed and left a .tmp file)."""
+    import time
+    from tff_idp.data import __main__ as data_cli
+    from tff_idp.data.network import HOSTS, unreachable
+    if unreachable(HOSTS["cifar10"]) is None:
+        pytest.skip("this machine reaches the download host: not the no-network case")
+    t0 = time.perf_counter()
+    assert data_cli.main(["build", "cifar10", "--root", str(tmp_path / "d")]) == 2
+    assert time.perf_counter() - t0 < 30
+    _one_line_error(capfd, "dataset='cifar10': cannot reach www.cs.toronto.edu")
+    assert not any((tmp_path / "d").rglob("*.tmp*")) and not list((tmp_path / "d").rglob("*"))

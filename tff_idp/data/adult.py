@@ -76,6 +76,8 @@ def load_adult(root: str = "datasets", allow_download: bool = False) -> ArrayDat
             raise DataUnavailableError(
                 f"dataset='adult': {f} is missing; download {UCI}{f.name} into {folder}/, "
                 "set allow_download=true, or use dataset='adult-standin' offline")
+        from .network import HOSTS, require_host
+        require_host("adult", HOSTS["adult"], str(folder))
         folder.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f.name + ".tmp")
         try:

@@ -44,6 +44,9 @@ def load_tfds(name: str, data_dir: str = "datasets/tfds", allow_download: bool =
     """A TFDS image set as arrays, from ``data_dir``."""
     import tensorflow_datasets as tfds
     tfds_name, classes = TFDS_NAMES[name]
+    if allow_download and not _tfds_prepared(name, data_dir):   # fail fast without a route
+        from .network import HOSTS, require_host
+        require_host(name, HOSTS[name], data_dir)
     try:
         splits = tfds.load(tfds_name, split=["train", "test"], data_dir=data_dir,
                            download=allow_download, as_supervised=True)

@@ -117,6 +117,8 @@ def _download(loader, db: Path, spec: dict) -> None:
     """TFF's own download into a scratch folder, moved into the cache only when complete
     (TFF decompresses straight into its cache, so an interrupted download would otherwise
     leave a truncated .sqlite that its loader takes as present)."""
+    from .network import HOSTS, require_host
+    require_host(db.stem, HOSTS["tff"], str(db.parent))
     scratch = db.parent / ".download.partial"
     scratch.mkdir(parents=True, exist_ok=True)
     try:
