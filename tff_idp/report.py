@@ -45,6 +45,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
     complete results folders."""
     from .harness import cost
+    from .results import reported_accuracy
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
@@ -55,9 +56,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             continue
         c["flops"] += cost.unit_cost(u.cfg)["flops"]
         s = _read_json(u.folder / "summary.json")
-        # at the round of best validation where the run had a validation split (paper 001)
-        c["acc"].append(100.0 * float(s.get("reported_test_accuracy",
-                                            s["final_test_accuracy"])))
+        c["acc"].append(100.0 * reported_accuracy(s))
         c["seconds"].append(float(s["seconds_total"]))
         if s.get("data_note"):
             c["notes"].add(s["data_note"])

@@ -74,6 +74,7 @@ def _fmt(values, digits=3):
 def summary_rows(summaries, reference=None):
     """One row per method; with ``reference`` (the paper's accuracy per method), the paper's
     number and ours minus the paper's."""
+    from .results import reported_accuracy
     rows = []
     for s in summaries:
         plan, priv = s["plan"], s["privacy"]
@@ -90,8 +91,7 @@ def summary_rows(summaries, reference=None):
             eps = priv["table_epsilon"]
         rows.append({
             "method": s["method"],
-            # at the round of best validation when the run had a validation split (001)
-            "test_acc_%": f"{100 * s.get('reported_test_accuracy', s['final_test_accuracy']):.2f}",
+            "test_acc_%": f"{100 * reported_accuracy(s):.2f}",
             "rates_%": _fmt([100 * q for q in plan["rates"]]),
             "sigma^2": _fmt(plan["noise_multipliers_sq"])
             if priv.get("groups") or priv.get("table_epsilon") else "-",
@@ -101,7 +101,7 @@ def summary_rows(summaries, reference=None):
         })
         if reference:
             paper = reference.get(s["method"])
-            ours = 100 * s.get("reported_test_accuracy", s["final_test_accuracy"])
+            ours = 100 * reported_accuracy(s)
             rows[-1]["paper_%"] = "-" if paper is None else f"{paper:.2f}"
             rows[-1]["delta"] = "-" if paper is None else f"{ours - paper:+.2f}"
     return rows

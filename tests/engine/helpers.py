@@ -19,3 +19,12 @@ def capture(monkeypatch, backend, seen):
 
     monkeypatch.setitem(loop.BACKENDS, backend, Runner)
     monkeypatch.setattr(loop, "PersonalStore", Store)
+
+
+def run_captured(exp, method, backend, monkeypatch):
+    """One run of ``method`` on ``backend``: (what :func:`capture` kept: runner, store and
+    initial rows; ledger; rows; summary)."""
+    seen = {}
+    capture(monkeypatch, backend, seen)
+    rows, summary, ledger = loop.run_method(exp, method, progress=False, backend=backend)
+    return seen, ledger, rows, summary

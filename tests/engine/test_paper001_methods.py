@@ -9,14 +9,12 @@ import tensorflow as tf
 
 from tff_idp import config, models
 from tff_idp.algorithms import sparse_training
-from tff_idp.algorithms.client_work import ClientProgram
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
-from tff_idp.methods import METHODS
 from tff_idp.models.reparam import build_reparam, extractor_kernels
 from tff_idp.models.split import split_model
 
-from .helpers import capture
+from .helpers import run_captured
 
 TOL = 1e-5
 PAPER001 = ["centaur", "dp_pfeddsu", "dp_fedavg_fb", "pmtl_ft", "ppsgd"]
@@ -35,9 +33,7 @@ def _experiment(methods, extra=()):
 
 
 def _run(exp, method, backend, monkeypatch):
-    seen = {}
-    capture(monkeypatch, backend, seen)
-    rows, summary, ledger = loop.run_method(exp, method, progress=False, backend=backend)
+    seen, _, rows, summary = run_captured(exp, method, backend, monkeypatch)
     return seen, rows, summary
 
 

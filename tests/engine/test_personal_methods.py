@@ -17,7 +17,7 @@ from tff_idp import config, methods
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
 
-from .helpers import capture
+from .helpers import capture, run_captured
 
 TOL = 1e-5
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,12 +32,7 @@ def _experiment(method, extra=()):
     return prepare(cfg)
 
 
-def _run(exp, method, backend, monkeypatch):
-    """(runner and store, ledger, rows, summary) of one run."""
-    seen = {}
-    capture(monkeypatch, backend, seen)
-    rows, summary, ledger = loop.run_method(exp, method, progress=False, backend=backend)
-    return seen, ledger, rows, summary
+_run = run_captured        # (runner and store, ledger, rows, summary) of one run
 
 
 @pytest.mark.parametrize("noise", [False, True])

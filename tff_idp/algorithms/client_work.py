@@ -140,7 +140,7 @@ class ClientTrainer:
             lam = spec.proximal
             diffs = [p - s for p, s in zip(params, start)]
             grads = [g + 2.0 * lam * d for g, d in zip(grads, diffs)]
-            extra = extra + lam * _sum_squares(diffs, batched)
+            extra = extra + lam * sparse_training.sum_squares(diffs, batched)
         if self.weight_decay:
             grads = [g + self.weight_decay * p for g, p in zip(grads, params)]
         return _frozen(grads, spec.trainable), extra
@@ -164,7 +164,10 @@ class ClientTrainer:
         on theta * M (the variables hold theta * M for it and get theta back)."""
         loss_sum, count, slots = state
         variables = model.trainable_variables
-        params = [tf.identity(v) for v in variables]
+        # the weights before this step: copied only when the masked forward overwrites the
+        # variables for a moment (sparsified training); otherwise the variables themselves
+        params = [tf.identity(v) for v in variables] if self.reparam is not None \
+            else list(variables)
         masks = self._forward_masks(params, start, batched=False)
         if masks is not None:
             for v, p, m in zip(variables, params, masks):
@@ -374,6 +377,19 @@ class ClientTrainer:
         return params, loss_sum, count
 
 
+def padded_order(orders, batch: int):
+    """K clients' training orders (positions into each one's examples, of different
+    lengths) as ([K, steps, batch] positions, [K, steps, batch] 1/0 weights): the batches of a
+    phase of epochs, a short last batch and missing steps padded with weight 0 (an
+    all-padding step changes nothing, :meth:`ClientTrainer.step`)."""
+    steps = max(1, max(-(-len(o) // batch) for o in orders))
+    order = np.zeros((len(orders), steps * batch), np.int32)
+    ws = np.zeros((len(orders), steps * batch), np.float32)
+    for c, o in enumerate(orders):
+        order[c, :len(o)], ws[c, :len(o)] = o, 1.0
+    return order.reshape(len(orders), steps, batch), ws.reshape(len(orders), steps, batch)
+
+
 def _frozen_whole(t) -> bool:
     """A trainable mask that freezes its whole tensor (a numpy constant of zeros)."""
     return t is not None and not isinstance(t, tf.Tensor) and not np.any(t)
@@ -388,13 +404,6 @@ def _gradients(tape, loss, variables, trainable):
     live = [i for i, t in enumerate(trainable) if not _frozen_whole(t)]
     got = dict(zip(live, tape.gradient(loss, [variables[i] for i in live])))
     return [got[i] if i in got else tf.zeros_like(v) for i, v in enumerate(variables)]
-
-
-def _sum_squares(tensors, batched):
-    if batched:
-        return tf.add_n([tf.reduce_sum(tf.reshape(tf.square(t), [tf.shape(t)[0], -1]), axis=1)
-                         for t in tensors])
-    return tf.add_n([tf.reduce_sum(tf.square(t)) for t in tensors])
 
 
 def _frozen(grads, trainable):

@@ -47,12 +47,7 @@ def penalty(spec, params, start, masks, batched: bool):
         if shared is not None:
             d = d * shared
         diffs.append(d)
-    if batched:
-        sq = tf.add_n([tf.reduce_sum(tf.reshape(tf.square(d), [tf.shape(d)[0], -1]), axis=1)
-                       for d in diffs])
-    else:
-        sq = tf.add_n([tf.reduce_sum(tf.square(d)) for d in diffs])
-    norm = tf.sqrt(sq)
+    norm = tf.sqrt(sum_squares(diffs, batched))
     value = 0.5 * spec.penalty * tf.abs(norm - spec.target_norm)
     scale = tf.where(norm > 0, 0.5 * spec.penalty * tf.sign(norm - spec.target_norm)
                      / tf.where(norm > 0, norm, 1.0), tf.zeros_like(norm))
@@ -63,3 +58,12 @@ def penalty(spec, params, start, masks, batched: bool):
             if batched else scale
         grads.append(s * d)
     return value, grads
+
+
+def sum_squares(tensors, batched: bool):
+    """The squared l2 norm over all ``tensors``: per client [K] when they carry a leading
+    client axis (``batched``), else a scalar."""
+    if batched:
+        return tf.add_n([tf.reduce_sum(tf.reshape(tf.square(t), [tf.shape(t)[0], -1]), axis=1)
+                         for t in tensors])
+    return tf.add_n([tf.reduce_sum(tf.square(t)) for t in tensors])

@@ -110,11 +110,10 @@ class CohortModel:
         found = readout(model)      # logits = sum of Dense layers on one feature tensor
         self._heads, self.readout_tensors, self._feature_layer = [], None, None
         if found is not None:
-            tensor, heads = found
+            tensor, heads, tensors = found
             self._feature_layer = tensor._keras_history.layer
-            slot = {layer.name: idx for layer, idx in self._slots}
-            self._heads = [(h, slot[h.name]) for h in heads]
-            self.readout_tensors = [i for _, idx in self._heads for i in idx]
+            self._heads = list(zip(heads, tensors))
+            self.readout_tensors = [i for idx in tensors for i in idx]
 
     @staticmethod
     def supports(model) -> bool:

@@ -86,11 +86,9 @@ class PersonalEvaluation:
         self.test_sets = [test_sets[c] for c in self.clients]
         self.validation, self.finetune, self.reparam = validation, finetune, reparam
         found = readout(model)
-        position = {v.ref(): i for i, v in enumerate(model.trainable_variables)}
         self.readout = None
         if found is not None:
-            tensor, heads = found
-            tensors = [[position[w.ref()] for w in h.trainable_weights] for h in heads]
+            tensor, heads, tensors = found
             flat = {i for t in tensors for i in t}
             if shortcut and set(split.personal_tensors) <= flat:
                 features = (None if tensor is model.inputs[0]
@@ -230,31 +228,30 @@ class ReadoutFineTune:
     def __call__(self, rnd, features, weights, heads, clients=None):
         """``heads``: {read-out tensor index: [N, ...]} in the evaluation's client order
         (``clients``: their ids, default 0..N-1); returns them fine-tuned."""
+        from ..algorithms.client_work import padded_order
         index = list(self.cohort_model.readout_tensors)
         n = len(heads[index[0]])
         clients = list(range(n)) if clients is None else clients
-        bsz = self.batch
         lr = tf.constant(self.lr * self.decay ** rnd, tf.float32)
         out = {i: np.array(heads[i]) for i in index}
         for a in range(0, n, self.chunk):
             part = clients[a:a + self.chunk]
             sets = [self.train_sets[c] for c in part]
             n_max = max(len(s) for s in sets)
-            steps = max(1, -(-max(len(s) for s in sets) * self.epochs // bsz))
-            feats, ys = None, np.zeros((len(part), n_max), np.int32)
-            order = np.zeros((len(part), steps * bsz), np.int32)
-            ws = np.zeros((len(part), steps * bsz), np.float32)
+            flat = features(weights, self.x[np.concatenate(sets)])     # one pass per chunk
+            feats = np.zeros((len(part), n_max, flat.shape[-1]), np.float32)
+            ys = np.zeros((len(part), n_max), np.int32)
+            orders = []
+            at = 0
             for j, (c, ids) in enumerate(zip(part, sets)):
-                f = features(weights, self.x[ids])
-                if feats is None:
-                    feats = np.zeros((len(part), n_max, f.shape[-1]), np.float32)
-                feats[j, :len(ids)], ys[j, :len(ids)] = f, self.y[ids]
+                feats[j, :len(ids)], ys[j, :len(ids)] = flat[at:at + len(ids)], self.y[ids]
+                at += len(ids)
                 rng = np.random.default_rng([self.seed, rnd, c, self.STREAM])
-                o = np.concatenate([rng.permutation(len(ids)) for _ in range(self.epochs)])
-                order[j, :len(o)], ws[j, :len(o)] = o, 1.0
+                orders.append(np.concatenate([rng.permutation(len(ids))
+                                              for _ in range(self.epochs)]))
+            order, ws = padded_order(orders, self.batch)
             params = [tf.constant(out[i][a:a + self.chunk]) for i in index]
-            tuned = self._steps(params, feats, ys, ws.reshape(len(part), steps, bsz),
-                                order.reshape(len(part), steps, bsz), lr)
+            tuned = self._steps(params, feats, ys, ws, order, lr)
             for i, t in zip(index, tuned):
                 out[i][a:a + self.chunk] = t.numpy()
         return out

@@ -89,8 +89,7 @@ def client_program(exp: Experiment, method: str, model) -> ClientProgram:
         if found is None:
             raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a linear read-out "
                               "(a Dense head) and the model has none")
-        position = {v.ref(): i for i, v in enumerate(model.trainable_variables)}
-        readout = {position[w.ref()] for h in found[1] for w in h.trainable_weights}
+        readout = {i for tensors in found[2] for i in tensors}
         for ph in phases:                # such a phase may train the read-out only
             masks = split.trainable(ph.train) if ph.on_features else []
             if any(i not in readout and (m is None or np.any(m)) for i, m in enumerate(masks)):

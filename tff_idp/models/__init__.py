@@ -154,8 +154,9 @@ def with_additive_head(model, name: str = "personal_head"):
 def readout(model):
     """The model's linear read-out, when its logits are a sum of Dense layers on one feature
     tensor (a Dense head, or :func:`with_additive_head`'s two): (the feature tensor, the
-    Dense layers), else None. Features under a read-out depend only on the layers below, so
-    a phase that trains the read-out alone (a head's fine-tuning) can compute them once."""
+    Dense layers, per layer the indices of its tensors in ``model.trainable_variables``),
+    else None. Features under a read-out depend only on the layers below, so a phase that
+    trains the read-out alone (a head's fine-tuning) can compute them once."""
     last = model.layers[-1]
     if type(last).__name__ == "Dense":
         heads = [last]
@@ -168,7 +169,9 @@ def readout(model):
     inputs = {id(h.input) for h in heads}
     if len(inputs) != 1 or any(h.activation.__name__ != "linear" for h in heads):
         return None
-    return heads[0].input, heads
+    position = {v.ref(): i for i, v in enumerate(model.trainable_variables)}
+    return heads[0].input, heads, [[position[w.ref()] for w in h.trainable_weights]
+                                   for h in heads]
 
 
 MODELS: Dict[str, Callable] = {

@@ -1,4 +1,6 @@
 """Run folders, atomic writes and table rendering."""
-from .store import RunFolder, format_table, is_complete, write_csv, write_json
+from .store import (RunFolder, format_table, is_complete, reported_accuracy, write_csv,
+                    write_json)
 
-__all__ = ["RunFolder", "format_table", "is_complete", "write_csv", "write_json"]
+__all__ = ["RunFolder", "format_table", "is_complete", "reported_accuracy", "write_csv",
+           "write_json"]
