@@ -16,6 +16,11 @@ from .methods import METHODS
 from .models.split import check_spec
 
 
+def default_tfds_dir() -> str:
+    """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else the project's folder."""
+    return os.environ.get("TFDS_DATA_DIR") or "datasets/tfds"
+
+
 class ConfigError(ValueError):
     """A bad configuration value; the message is one line naming the key and the value."""
 
@@ -32,7 +37,8 @@ class ExperimentConfig:
     methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)
-    data_dir: str = "datasets/tfds"           # TFDS directory for the real image sets
+    # TFDS directory for the real image sets (default: $TFDS_DATA_DIR, else datasets/tfds)
+    data_dir: str = dataclasses.field(default_factory=lambda: default_tfds_dir())
     # built federated sets and partitions (<data_root>/built), TFF's sqlite cache
     # (<data_root>/tff), raw downloads (<data_root>/raw), shakespeare-leaf
     data_root: str = "datasets"

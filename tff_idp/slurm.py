@@ -158,7 +158,11 @@ def main(argv=None) -> int:
         if args.max_requeues < 0:
             raise ConfigError(f"--max-requeues={args.max_requeues}: must be >= 0")
         if args.command == "submit":        # the data the missing units need is staged
-            check_data(pending(units))
+            try:
+                check_data(pending(units))
+            except ConfigError as e:
+                raise ConfigError(f"{str(e).split('; ')[0]}; stage it with python -m "
+                                  f"tff_idp.data fetch {args.table}") from e
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

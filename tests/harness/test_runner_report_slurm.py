@@ -181,6 +181,7 @@ def test_submit_refuses_a_table_whose_data_are_not_staged(tmp_path):
                 env={k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "cifar10" in proc.stderr
+    assert f"python -m tff_idp.data fetch {path}" in proc.stderr
     assert not (tmp_path / "results").exists()
 
 

