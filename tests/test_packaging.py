@@ -66,3 +66,29 @@ def test_python_311_only_is_claimed_and_enforced(tmp_path):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "supports Python 3.11 only" in done.stderr
     assert not (tmp_path / "venv").exists()
+
+
+def _pypi_unreachable():
+    from tff_idp.data.network import unreachable
+    return unreachable("pypi.org", timeout=3) is not None
+
+
+@pytest.mark.skipif(_pypi_unreachable(), reason="the package index is not reachable")
+def test_a_bare_virtualenv_resolves_the_declared_dependencies(tmp_path):
+    """``pip install .`` into a fresh virtualenv, resolved without installing (``--dry-run``,
+    about 20 s here): the declared dependencies fit together and bring TensorFlow 2.14 and
+    TF-Privacy, which TFF 0.87's pins need beside them."""
+    import json
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    report = tmp_path / "report.json"
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--dry-run",
+                           "--report", str(report), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"]
+           for i in json.loads(report.read_text())["install"]}
+    assert got["tensorflow"].startswith("2.14.") and "tensorflow-privacy" in got
+    declared = {d.split(">")[0].split("<")[0].split("=")[0].strip().lower()
+                for d in PYPROJECT["project"]["dependencies"]}
+    assert declared <= set(got) and got["tff-idp"] == PYPROJECT["project"]["version"]
