@@ -107,3 +107,12 @@ def test_adaptive_clip_trajectory_is_the_same_on_both_backends():
     assert clips == pytest.approx([r["adaptive_clip"] for r in fast_rows], rel=1e-5)
     assert clips[0] != pytest.approx(0.1) and len(set(clips)) == 3
 
+
+
+def test_a_fixed_clip_is_not_reported_as_adaptive_on_either_backend():
+    """DP-FedAvg clips at a fixed C: metrics.csv's adaptive_clip is empty (NaN) on both
+    backends (the TFF backend reported the DP factory's fixed clip there)."""
+    exp = _experiment('["dp_fedavg"]')
+    for backend in ("tff", "fast"):
+        rows, _, _ = loop.run_method(exp, "dp_fedavg", progress=False, backend=backend)
+        assert all(np.isnan(r["adaptive_clip"]) for r in rows), (backend, rows)

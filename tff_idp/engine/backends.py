@@ -48,6 +48,7 @@ class TFFBackend:
             cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
             cfg.client_optimizer, cfg.server_lr, program, cfg.weight_decay)
         self.state = self.process.initialize()
+        self.adaptive = bool(plan.adaptive_clip)   # a fixed clip is not reported (as fast)
 
     @property
     def weights(self):
@@ -85,7 +86,8 @@ class TFFBackend:
         return {"train_loss": float(metrics["train_loss"]),
                 "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
                 "mean_update_norm": _agg_metric(agg, "mean_update_norm"),
-                "adaptive_clip": _agg_metric(agg, "clip")}, list(personal)
+                "adaptive_clip": _agg_metric(agg, "clip") if self.adaptive else np.nan}, \
+            list(personal)
 
 
 def expand(examples):
