@@ -87,11 +87,13 @@ def test_tools_do_not_print_tensorflows_start_up_lines(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     done = subprocess.run([sys.executable, "-m", "tff_idp.report",
                            str(root / "runs" / "dp_pfeddsu" / "table4.toml"), "--scale", "smoke",
-                           "--out", str(tmp_path / "r"), "--output-dir", str(tmp_path / "none")],
+                           "--report-dir", str(tmp_path / "r"),
+                           "--output-dir", str(tmp_path / "none")],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-1000:]
     assert not [line for line in done.stderr.splitlines()
                 if "tensorflow/" in line or "cuDNN" in line or "oneDNN" in line], done.stderr
+    assert (tmp_path / "r" / "report.md").is_file()      # run's flag name works here too
 
 
 def test_a_download_without_a_route_fails_in_one_line_within_30_seconds(tmp_path, capfd):

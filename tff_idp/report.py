@@ -337,8 +337,9 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     costs = [cost.unit_cost(u.cfg) for u in paper_units]
     flops = sum(c["flops"] for c in costs)
     hours = cost.gpu_hours(sum(c["gpu_seconds"] for c in costs))
-    lines.append(f"- Paper scale: {len(paper_units)} runs, {flops / 1e15:.1f} PFLOP; estimated "
-                 f"{hours:.1f} GPU-hours on one RTX A6000 ({100 * cost.GPU_UTILISATION:.0f}% "
+    amount = f"{hours:.1f} GPU-hours" if hours >= 1 else f"{60 * hours:.1f} GPU-minutes"
+    lines.append(f"- Paper scale: {len(paper_units)} runs, {flops / 1e15:.2g} PFLOP; estimated "
+                 f"{amount} on one RTX A6000 ({100 * cost.GPU_UTILISATION:.0f}% "
                  f"of its fp32 peak, at least {1000 * cost.GPU_STEP_LATENCY:.0f} ms per step of "
                  "a chunk of clients on the fast backend; method and assumptions: "
                  "`tff_idp/harness/cost.py`).")
@@ -428,8 +429,9 @@ def main(argv=None) -> int:
     p.add_argument("table", help="a table config (TOML with a [table] section)")
     p.add_argument("--scale", default="paper",
                    help="smoke, laptop or paper (default): whose results to report")
-    p.add_argument("--out", default=None,
-                   help="folder of the report (default <results>/<table>/<scale>/report)")
+    p.add_argument("--report-dir", "--out", dest="out", default=None,
+                   help="folder of the report (default <results>/<table>/<scale>/report; "
+                   "the same flag as run's)")
     p.add_argument("--output-dir", default=None,
                    help="where the runs' results are (default the table's output_dir)")
     p.add_argument("--only", default=None, metavar="LABELS",
