@@ -137,6 +137,9 @@ class ExperimentConfig:
     eval_every: int = 1
     checkpoint_every: int = 10                # rounds between checkpoints (0: none)
     test_examples: Optional[int] = None       # evaluate on a seeded subset of this many
+    # image inputs: "unit" (pixels / 255 in [0, 1]) or "standardize" (then minus the training
+    # set's per-channel mean, over its per-channel std; an open reading of GDPFed's setup)
+    input_normalization: str = "unit"
     output_dir: str = "results"
 
     @property
@@ -228,6 +231,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("partition_param", cfg.partition_param, "shards per client must be an integer >= 1")
     if cfg.checkpoint_every < 0:
         _fail("checkpoint_every", cfg.checkpoint_every, "must be >= 0")
+    if cfg.input_normalization not in ("unit", "standardize"):
+        _fail("input_normalization", cfg.input_normalization, "must be 'unit' or 'standardize'")
     if cfg.test_examples is not None and cfg.test_examples < 1:
         _fail("test_examples", cfg.test_examples, "must be >= 1")
     if cfg.partition in ("classes", "dealt_classes") and cfg.partition_param is not None and (

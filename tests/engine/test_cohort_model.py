@@ -15,6 +15,7 @@ SMALL = {   # builder kwargs that keep each model small but its layer types inta
     "logistic_nobias": dict(input_dim=6, num_classes=2),
     "digits_mlp": dict(input_dim=6, num_classes=3),
     "cnn2": dict(input_shape=(20, 20, 2), num_classes=3),
+    "cnn2_same": dict(input_shape=(12, 12, 2), num_classes=3),
     "cnn3": dict(input_shape=(8, 8, 3), num_classes=3),
     "simple_cnn": dict(input_shape=(8, 8, 3), num_classes=3),
     "char_lstm": dict(vocab_size=7, seq_len=5),

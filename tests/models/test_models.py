@@ -9,6 +9,7 @@ CASES = {  # name: (kwargs, input shape, output shape, parameters)
     "logistic_nobias": ({}, (2, 14), (2, 2), 28),
     "digits_mlp": ({}, (2, 64), (2, 10), 2410),
     "cnn2": ({}, (2, 28, 28, 1), (2, 10), 582026),
+    "cnn2_same": ({}, (2, 28, 28, 1), (2, 10), 1663370),     # McMahan et al. 2017's count
     "cnn3": ({}, (2, 32, 32, 3), (2, 10), 620362),
     "simple_cnn": ({}, (2, 32, 32, 3), (2, 10), 27978),
     "char_lstm": ({}, (2, 80), (2, 80), 817872),

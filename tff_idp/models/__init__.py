@@ -37,16 +37,23 @@ def digits_mlp(input_dim: int = 64, num_classes: int = 10, **_):
         tf.keras.layers.Dense(num_classes)])
 
 
-def cnn2(input_shape=(28, 28, 1), num_classes: int = 10, **_):
-    """GDPFed's 2-layer CNN for FMNIST (McMahan et al. 2017's CNN): conv5x5(32) - pool -
-    conv5x5(64) - pool - dense 512 - dense 10, valid padding: 582,026 parameters."""
+def cnn2(input_shape=(28, 28, 1), num_classes: int = 10, padding: str = "valid", **_):
+    """GDPFed's 2-layer CNN for FMNIST (the paper: "a 2-layer CNN", no sizes): McMahan et
+    al. 2017's layers, conv5x5(32) - pool - conv5x5(64) - pool - dense 512 - dense 10, with
+    valid padding: 582,026 parameters. ``cnn2_same``: the same layers with same padding,
+    McMahan et al.'s stated 1,663,370 parameters (their Sec. 3)."""
     tf = _tf()
     L = tf.keras.layers
     return tf.keras.Sequential([
         tf.keras.Input(input_shape),
-        L.Conv2D(32, 5, activation="relu"), L.MaxPool2D(2),
-        L.Conv2D(64, 5, activation="relu"), L.MaxPool2D(2),
+        L.Conv2D(32, 5, padding=padding, activation="relu"), L.MaxPool2D(2),
+        L.Conv2D(64, 5, padding=padding, activation="relu"), L.MaxPool2D(2),
         L.Flatten(), L.Dense(512, activation="relu"), L.Dense(num_classes)])
+
+
+def cnn2_same(input_shape=(28, 28, 1), num_classes: int = 10, **_):
+    """:func:`cnn2` with same padding (McMahan et al. 2017's 1,663,370 parameters)."""
+    return cnn2(input_shape, num_classes, padding="same")
 
 
 def cnn3(input_shape=(32, 32, 3), num_classes: int = 10, **_):
@@ -175,7 +182,8 @@ def readout(model):
 
 
 MODELS: Dict[str, Callable] = {
-    "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp, "cnn2": cnn2, "cnn3": cnn3,
+    "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp, "cnn2": cnn2,
+    "cnn2_same": cnn2_same, "cnn3": cnn3,
     "simple_cnn": simple_cnn, "char_lstm": char_lstm, "resnet18": resnet18,
     "resnet20": resnet20,
 }
