@@ -136,8 +136,7 @@ def present(need: Need) -> bool:
     return missing(need.dataset, need.data_dir, False, need.data_root) is None
 
 
-def stage(need: Need, check_only: bool = False,
-          fetchers: Optional[dict] = None) -> Status:
+def stage(need: Need, check_only: bool = False) -> Status:
     """Stage one data set (unless ``check_only``): its Status, never an exception for a data
     set that cannot be had here (no network, no apt): that is its ``detail``."""
     if need.dataset in SHIPPED or ":" in need.dataset:
@@ -147,9 +146,8 @@ def stage(need: Need, check_only: bool = False,
         return Status(need, "present")
     if check_only:
         return Status(need, "missing", "not staged")
-    fetch = (fetchers or FETCHERS).get(need.dataset) or (fetchers or FETCHERS)["*tfds"]
     try:
-        fetch(need)
+        FETCHERS.get(need.dataset, _fetch_tfds)(need)
     except (DataUnavailableError, OSError, RuntimeError, ValueError) as e:
         return Status(need, "missing", _short(str(e)))
     return Status(need, "fetched") if present(need) else Status(
@@ -157,10 +155,11 @@ def stage(need: Need, check_only: bool = False,
 
 
 def _short(text: str) -> str:
+    """An error's first line, without the leading ``dataset=NAME:`` (the status line names
+    the data set already)."""
     line = text.strip().splitlines()[0] if text.strip() else ""
-    for prefix in ("dataset=",):
-        if line.startswith(prefix) and ": " in line:     # the name is already on the line
-            line = line.split(": ", 1)[1]
+    if line.startswith("dataset=") and ": " in line:
+        line = line.split(": ", 1)[1]
     return line
 
 
@@ -213,7 +212,7 @@ def _fetch_adult(need: Need) -> None:
 FETCHERS: dict = {"fashion_mnist": _fetch_fashion_mnist, "femnist": _fetch_tff_set,
                   "femnist62": _fetch_tff_set, "tff_shakespeare": _fetch_tff_set,
                   "tff_cifar100": _fetch_tff_set, "shakespeare-leaf": _fetch_shakespeare,
-                  "adult": _fetch_adult, "*tfds": _fetch_tfds}
+                  "adult": _fetch_adult}          # any other: a TFDS set
 
 
 def stage_all(needs: List[Need], check_only: bool = False,
