@@ -68,10 +68,9 @@ def test_not_an_idx_file():
         fashion_mnist.read_idx(bad)
 
 
-@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not on this machine")
-def test_fetch_unpacks_a_debian_package(made_files, tmp_path):
-    """The package's layout (usr/share/datasets/fashion-mnist/), built here with dpkg-deb."""
-    src, _ = made_files
+def make_deb(src, tmp_path):
+    """A .deb with the package's layout (usr/share/datasets/fashion-mnist/) holding the files
+    of ``src``, built with dpkg-deb."""
     pkg = tmp_path / "pkg"
     (pkg / "DEBIAN").mkdir(parents=True)
     (pkg / "DEBIAN" / "control").write_text(
@@ -80,7 +79,13 @@ def test_fetch_unpacks_a_debian_package(made_files, tmp_path):
     shutil.copytree(src, pkg / fashion_mnist.DEBIAN_PATH)
     deb = tmp_path / "dataset-fashion-mnist_0.1_all.deb"
     subprocess.run(["dpkg-deb", "-b", str(pkg), str(deb)], check=True, capture_output=True)
-    out = fashion_mnist.fetch(tmp_path / "root", deb)
+    return deb
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not on this machine")
+def test_fetch_unpacks_a_debian_package(made_files, tmp_path):
+    src, _ = made_files
+    out = fashion_mnist.fetch(tmp_path / "root", make_deb(src, tmp_path))
     assert sorted(p.name for p in out.iterdir()) == sorted(fashion_mnist.FILES)
 
 

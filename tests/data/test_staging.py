@@ -14,7 +14,7 @@ from tff_idp.config import ConfigError, ExperimentConfig
 from tff_idp.data import fashion_mnist, staging
 from tff_idp.data.network import HOSTS, unreachable
 
-from .test_fashion_mnist import made_files  # noqa: F401 (fixture)
+from .test_fashion_mnist import made_files, make_deb  # noqa: F401 (a fixture)
 from .test_shakespeare import PLAY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,18 +95,6 @@ def test_a_bad_target_is_one_line_before_any_fetch(tmp_path, target, needle):
         staging.needs_of_targets(["all"], None, "datasets", runs_dir=str(tmp_path))
 
 
-def _deb(src, tmp_path):
-    pkg = tmp_path / "pkg"
-    (pkg / "DEBIAN").mkdir(parents=True)
-    (pkg / "DEBIAN" / "control").write_text(
-        "Package: dataset-fashion-mnist\nVersion: 0.1\nArchitecture: all\n"
-        "Maintainer: test <t@example.org>\nDescription: test\n")
-    shutil.copytree(src, pkg / fashion_mnist.DEBIAN_PATH)
-    deb = tmp_path / "dataset-fashion-mnist_0.1_all.deb"
-    subprocess.run(["dpkg-deb", "-b", str(pkg), str(deb)], check=True, capture_output=True)
-    return deb
-
-
 @pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not on this machine")
 @pytest.mark.skipif(unreachable(HOSTS["cifar10"], timeout=3) is None,
                     reason="CIFAR-10's host is reachable: the test would download 160 MB")
@@ -117,7 +105,7 @@ def test_fetch_stages_what_it_can_and_reports_everything_at_once(made_files, tmp
     play), CIFAR-10 impossible without network: the two are staged, CIFAR-10 is reported
     missing with the reason, digits ships; one line each, after all were tried."""
     src, _ = made_files
-    deb = _deb(src, tmp_path)
+    deb = make_deb(src, tmp_path)
     monkeypatch.setattr(fashion_mnist, "_apt_download", lambda where: deb)
     root, tfds_dir = tmp_path / "ds", tmp_path / "tfds"
     texts = tmp_path / "texts"
