@@ -6,6 +6,6 @@ bash "$root/scripts/ensure_env.sh"
 cd "$root"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 # real Fashion-MNIST for the tests that read it (Debian's package; skipped when unavailable)
-"${TFF_IDP_VENV:-$root/.venv}/bin/python" -m tff_idp.data fetch fashion_mnist >&2 ||
+TF_CPP_MIN_LOG_LEVEL=3 "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m tff_idp.data fetch fashion_mnist >&2 ||
   echo "note: Fashion-MNIST not staged; its real-data tests are skipped" >&2
 exec "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m pytest "$@"
