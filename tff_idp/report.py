@@ -16,6 +16,7 @@ import csv
 import io
 import math
 import sys
+import textwrap
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -312,7 +313,6 @@ def plot_rates(spec: TableSpec, sweep, path: Path) -> Path:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
                frameon=False)
-    import textwrap
     fig.suptitle("\n".join(textwrap.wrap(f"{spec.title} (computed)",
                                          int(fig.get_figwidth() * 11))), fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
