@@ -377,6 +377,16 @@ class ClientTrainer:
         return params, loss_sum, count
 
 
+def padded_rows(arrays, dtype=None) -> np.ndarray:
+    """K clients' arrays of different lengths (examples, labels, features) as one
+    [K, n_max, ...] array, zero-padded after each client's own rows."""
+    out = np.zeros((len(arrays), max(len(a) for a in arrays)) + arrays[0].shape[1:],
+                   dtype or arrays[0].dtype)
+    for c, a in enumerate(arrays):
+        out[c, :len(a)] = a
+    return out
+
+
 def padded_order(orders, batch: int):
     """K clients' training orders (positions into each one's examples, of different
     lengths) as ([K, steps, batch] positions, [K, steps, batch] 1/0 weights): the batches of a

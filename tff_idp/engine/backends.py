@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import ClientTrainer, padded_order
+from ..algorithms.client_work import ClientTrainer, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
 
@@ -197,14 +197,9 @@ class FastBackend:
         """(xs [K, n_max, ...] each client's examples once, zero-padded; ys [K, n_max];
         ws [K, steps, batch] 1/0 weights; order [K, steps, batch] indices into xs): the
         batches of :meth:`_padded_batches` for a phase of epochs, as indices."""
-        n_max = max(len(e[1]) for e in examples)
-        x0 = examples[0][0]
-        xs = np.zeros((len(examples), n_max) + x0.shape[1:], x0.dtype)
-        ys = np.zeros((len(examples), n_max), examples[0][1].dtype)
-        for c, (x, y, _) in enumerate(examples):
-            xs[c, :len(y)], ys[c, :len(y)] = x, y
         order, ws = padded_order([e[2] for e in examples], self.cfg.batch_size)
-        return xs, ys, ws, order
+        return (padded_rows([e[0] for e in examples]), padded_rows([e[1] for e in examples]),
+                ws, order)
 
     def _padded_batches(self, examples, phase):
         """Every client's batches of one phase as [clients, steps, batch, ...] arrays with

@@ -228,7 +228,7 @@ class ReadoutFineTune:
     def __call__(self, rnd, features, weights, heads, clients=None):
         """``heads``: {read-out tensor index: [N, ...]} in the evaluation's client order
         (``clients``: their ids, default 0..N-1); returns them fine-tuned."""
-        from ..algorithms.client_work import padded_order
+        from ..algorithms.client_work import padded_order, padded_rows
         index = list(self.cohort_model.readout_tensors)
         n = len(heads[index[0]])
         clients = list(range(n)) if clients is None else clients
@@ -237,15 +237,12 @@ class ReadoutFineTune:
         for a in range(0, n, self.chunk):
             part = clients[a:a + self.chunk]
             sets = [self.train_sets[c] for c in part]
-            n_max = max(len(s) for s in sets)
             flat = features(weights, self.x[np.concatenate(sets)])     # one pass per chunk
-            feats = np.zeros((len(part), n_max, flat.shape[-1]), np.float32)
-            ys = np.zeros((len(part), n_max), np.int32)
+            feats = padded_rows(np.split(flat, np.cumsum([len(s) for s in sets])[:-1]),
+                                np.float32)
+            ys = padded_rows([self.y[ids] for ids in sets], np.int32)
             orders = []
-            at = 0
-            for j, (c, ids) in enumerate(zip(part, sets)):
-                feats[j, :len(ids)], ys[j, :len(ids)] = flat[at:at + len(ids)], self.y[ids]
-                at += len(ids)
+            for c, ids in zip(part, sets):
                 rng = np.random.default_rng([self.seed, rnd, c, self.STREAM])
                 orders.append(np.concatenate([rng.permutation(len(ids))
                                               for _ in range(self.epochs)]))
