@@ -16,9 +16,9 @@ from .methods import METHODS
 from .models.split import check_spec
 
 
-def default_tfds_dir() -> str:
-    """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else the project's folder."""
-    return os.environ.get("TFDS_DATA_DIR") or "datasets/tfds"
+def default_tfds_dir(root: str = "datasets") -> str:
+    """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else ``<root>/tfds``."""
+    return os.environ.get("TFDS_DATA_DIR") or str(Path(root) / "tfds")
 
 
 class ConfigError(ValueError):

@@ -22,17 +22,13 @@ labels min/median/max, and bytes (on disk for built sets, in memory otherwise).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from . import shakespeare
+from . import shakespeare, staging
 from .sources import FEDERATED, SOURCES, DataUnavailableError, load
-
-SHIPPED = {"digits", "adult-standin"}
-
 
 def _build_leaf(args) -> str:
     root = Path(args.root)
@@ -70,7 +66,7 @@ def _fetch(args, data_dir: str) -> int:
     """``fetch fashion_mnist --source X`` stages the given files; any other ``fetch`` stages
     what its targets need (:mod:`tff_idp.data.staging`) and reports them all at once."""
     from ..config import ConfigError
-    from . import fashion_mnist, staging
+    from . import fashion_mnist
     if args.source is not None:
         if args.targets != ["fashion_mnist"]:
             print(f"error: --source={args.source!r}: a source is given for fashion_mnist "
@@ -123,7 +119,8 @@ def main(argv=None) -> int:
     p.add_argument("--param", type=float, default=None, help="stats: partition_param")
     p.add_argument("--seed", type=int, default=0, help="stats: the partition's seed")
     args = p.parse_args(argv)
-    data_dir = args.data_dir or os.environ.get("TFDS_DATA_DIR") or str(Path(args.root) / "tfds")
+    from ..config import default_tfds_dir
+    data_dir = args.data_dir or default_tfds_dir(args.root)
     if args.command == "fetch":
         try:
             return _fetch(args, data_dir)
@@ -144,7 +141,7 @@ def main(argv=None) -> int:
         if args.command == "build":
             if args.name == "shakespeare-leaf":
                 print(_build_leaf(args))
-            elif args.name in SHIPPED:
+            elif args.name in staging.SHIPPED:
                 print(f"{args.name}: ships with scikit-learn, nothing to build")
             else:
                 d = load(args.name, args.seed, data_dir, allow_download=True, root=args.root)

@@ -22,6 +22,11 @@ from .types import DataUnavailableError
 SHIPPED = ("digits", "adult-standin")       # scikit-learn's, nothing to stage
 
 
+def shipped(name: str) -> bool:
+    """Nothing to stage: scikit-learn's sets and the synthetic stand-ins (``synthetic:X``)."""
+    return name in SHIPPED or ":" in name
+
+
 @dataclasses.dataclass(frozen=True)
 class Need:
     """A data set and where the configs that name it read it from."""
@@ -51,7 +56,7 @@ def location(need: Need) -> str:
     from .sources import TFDS_NAMES
     from .tff_sets import TFF_SETS, cache_file
     name, root = need.dataset, Path(need.data_root)
-    if name in SHIPPED or ":" in name:
+    if shipped(name):
         return "(ships with the code)"
     if name == "fashion_mnist":
         from .sources import _tfds_prepared
@@ -131,21 +136,22 @@ def needs_of_targets(targets: Iterable[str], data_dir: Optional[str], data_root:
 
 def present(need: Need) -> bool:
     from .sources import missing
-    if need.dataset in SHIPPED or ":" in need.dataset:
-        return True
-    return missing(need.dataset, need.data_dir, False, need.data_root) is None
+    return shipped(need.dataset) or missing(need.dataset, need.data_dir, False, need.data_root) is None
 
 
-def stage(need: Need, check_only: bool = False) -> Status:
-    """Stage one data set (unless ``check_only``): its Status, never an exception for a data
-    set that cannot be had here (no network, no apt): that is its ``detail``."""
-    if need.dataset in SHIPPED or ":" in need.dataset:
+def stage(need: Need, check_only: bool = False,
+          announce: Callable[[], None] = lambda: None) -> Status:
+    """Stage one data set (unless ``check_only``; ``announce`` is called when a fetch
+    starts): its Status, never an exception for a data set that cannot be had here (no
+    network, no apt): that is its ``detail``."""
+    if shipped(need.dataset):
         return Status(need, "shipped", "scikit-learn's" if need.dataset in SHIPPED
                       else "a synthetic stand-in, made on the fly")
     if present(need):
         return Status(need, "present")
     if check_only:
         return Status(need, "missing", "not staged")
+    announce()
     try:
         FETCHERS.get(need.dataset, _fetch_tfds)(need)
     except (DataUnavailableError, OSError, RuntimeError, ValueError) as e:
@@ -221,9 +227,8 @@ def stage_all(needs: List[Need], check_only: bool = False,
     data set, all at once."""
     out = []
     for i, n in enumerate(needs, 1):
-        if not check_only and not present(n) and n.dataset not in SHIPPED and ":" not in n.dataset:
-            report(f"[{i}/{len(needs)}] fetching {n.dataset} ...")
-        out.append(stage(n, check_only))
+        out.append(stage(n, check_only, lambda i=i, n=n: report(
+            f"[{i}/{len(needs)}] fetching {n.dataset} ...")))
     ok = sum(s.ok for s in out)
     report(f"{ok} of {len(out)} data sets here" + ("" if ok == len(out) else
                                                     f", {len(out) - ok} missing") + ":")
