@@ -227,6 +227,15 @@ def _plt():
     return plt
 
 
+def _legend_below(fig, handles, labels) -> None:
+    """The figure's legend in rows below its panels, off the lines, and the panels laid out
+    above it."""
+    ncol = max(2, min(len(labels), int(fig.get_figwidth() // 1.6)))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, 0.055 * rows + 0.02, 1, 1))
+
+
 def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                      ) -> Optional[Path]:
     """Mean test accuracy per round over seeds (a band of one std), one panel per data set,
@@ -278,14 +287,11 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
                               color="grey", markeredgecolor="k"))
     labels.append("paper (final)")
-    ncol = max(2, min(len(labels), int(fig.get_figwidth() // 1.6)))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
     if synthetic:
         title += " - synthetic stand-in data (wiring check)"
     fig.suptitle(title, fontsize=10)
-    rows = -(-len(labels) // ncol)
-    fig.tight_layout(rect=(0, 0.055 * rows + 0.02, 1, 1))
+    _legend_below(fig, handles, labels)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -310,12 +316,9 @@ def plot_rates(spec: TableSpec, sweep, path: Path) -> Path:
         ax.set_xlabel("epsilon_1")
         ax.set_ylabel("sampling rate (%)")
         ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
-               frameon=False)
     fig.suptitle("\n".join(textwrap.wrap(f"{spec.title} (computed)",
                                          int(fig.get_figwidth() * 11))), fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    _legend_below(fig, *axes[0][0].get_legend_handles_labels())
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
