@@ -140,6 +140,11 @@ BAD = [
     (["--set", "head_lr=0.0"], "head_lr=0.0: must be positive"),
     (["--set", "weight_decay=-1.0"], "weight_decay=-1.0: must be >= 0"),
     (["--set", "validation_fraction=1.0"], "validation_fraction=1.0: must be in [0, 1)"),
+    # the flags of table configs, given with an experiment config (they used to be ignored)
+    (["--only", "FMNIST"], "--only='FMNIST': a flag of table configs"),
+    (["--methods", "dp_fedavg"], "--methods='dp_fedavg': a flag of table configs"),
+    (["--scale", "smoke"], "--scale='smoke': a flag of table configs"),
+    (["--report-dir", "r"], "--report-dir='r': a flag of table configs"),
 ]
 
 

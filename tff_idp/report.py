@@ -24,7 +24,8 @@ import numpy as np
 
 from .config import ConfigError
 from .harness import bounds as bounds_mod
-from .harness.table import TableSpec, Unit, expand, load_table, only_datasets
+from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets,
+                            only_methods)
 from .harness.runner import unit_complete
 
 
@@ -439,9 +440,11 @@ def main(argv=None) -> int:
                    help="where the runs' results are (default the table's output_dir)")
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="only these data-set labels (comma-separated, e.g. FMNIST)")
+    p.add_argument("--methods", default=None, metavar="NAMES",
+                   help="only these of the table's methods (comma-separated registry keys)")
     args = p.parse_args(argv)
     try:
-        spec = only_datasets(load_table(args.table), args.only)
+        spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
         expand(spec, args.scale)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

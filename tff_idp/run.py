@@ -61,6 +61,9 @@ def parse_args(argv):
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="table configs: only these data-set labels (comma-separated, e.g. "
                    "FMNIST)")
+    p.add_argument("--methods", default=None, metavar="NAMES",
+                   help="table configs: only these of the table's methods, in this order "
+                   "(comma-separated registry keys, e.g. gdpfed_plus,dp_fedavg)")
     p.add_argument("--report-dir", default=None,
                    help="table configs: write the report here (default "
                    "<output_dir>/<table>/<scale>/report)")
@@ -115,6 +118,15 @@ def main(argv=None) -> int:
     if args.config is not None and is_table(args.config):
         return _run_table(args)
     try:
+        table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
+            ("only", args.only), ("methods", args.methods), ("report_dir", args.report_dir),
+            ("scale", None if args.scale == "paper" else args.scale),
+            ("jobs", None if args.jobs == 1 else args.jobs),
+            ("no_report", args.no_report or None)) if v is not None]
+        if table_only:
+            raise ConfigError(f"{table_only[0]}: a flag of table configs; "
+                              f"{args.config or 'the default'} is an experiment config "
+                              "(its methods: --set 'methods=[\"dp_fedavg\"]')")
         extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
                  if v is not None]
         if args.output_dir is not None:
@@ -158,14 +170,14 @@ def main(argv=None) -> int:
 def _run_table(args) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
     from .harness.runner import pending, run_table
-    from .harness.table import check_data, expand, load_table, only_datasets
+    from .harness.table import check_data, expand, load_table, only_datasets, only_methods
     try:
         if args.overrides or args.backend or args.device:
             raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
                               "in the table's [base] or [datasets.X]")
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
-        spec = only_datasets(load_table(args.config), args.only)
+        spec = only_methods(only_datasets(load_table(args.config), args.only), args.methods)
         if args.output_dir is not None:
             config_mod._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first

@@ -173,3 +173,19 @@ def test_only_restricts_a_table_to_some_data_sets():
     assert only_datasets(spec, None) is spec
     with pytest.raises(ConfigError, match="--only='MNIST'"):
         only_datasets(spec, "MNIST")
+
+
+def test_methods_restricts_a_table_to_some_methods_in_the_order_given():
+    from tff_idp.config import ConfigError
+    from tff_idp.harness.table import only_datasets, only_methods
+    spec = only_datasets(load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml")), "FMNIST")
+    two = only_methods(spec, "gdpfed_plus, dp_fedavg")
+    assert two.methods == ["gdpfed_plus", "dp_fedavg"]
+    units = expand(two, "paper")
+    assert len(units) == 2 * 3 and {u.method for u in units} == {"gdpfed_plus", "dp_fedavg"}
+    # the same folders as the whole table's: a restricted run is resumed by the whole one
+    whole = {u.label: u.folder for u in expand(spec, "paper")}
+    assert all(whole[u.label] == u.folder for u in units)
+    assert only_methods(spec, None) is spec
+    with pytest.raises(ConfigError, match="--methods='fedprox': not a method of gdpfed-table2"):
+        only_methods(spec, "dp_fedavg,fedprox")

@@ -238,6 +238,20 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
                                                if k in labels})
 
 
+def only_methods(spec: TableSpec, methods: Optional[str]) -> TableSpec:
+    """The table restricted to the methods in ``methods`` (comma-separated registry keys,
+    e.g. ``"gdpfed_plus,dp_fedavg"``, run in that order); ``None`` keeps them all. A method
+    the table does not have is a one-line ConfigError."""
+    if methods is None:
+        return spec
+    names = [x.strip() for x in methods.split(",") if x.strip()]
+    for name in names or [methods]:
+        if name not in spec.methods:
+            _fail("--methods", name, f"not a method of {spec.name}; choose from "
+                  f"{', '.join(spec.methods)}")
+    return dataclasses.replace(spec, methods=list(dict.fromkeys(names)))
+
+
 def is_table(path: str) -> bool:
     if not Path(path).is_file():      # a FIFO would block; the config check says why
         return False
