@@ -42,7 +42,8 @@ def _read_json(path: Path) -> dict:
 
 
 def collect(units: List[Unit]) -> Dict[tuple, dict]:
-    """{(dataset, column, method): {"acc": [...], "seconds": [...], "notes": set, "curves":
+    """{(dataset, column, method): {"acc": [...], "seconds": [...], "wall": [(set-up,
+    evaluation) seconds, or None for a summary older than their timing], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
     "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
     complete results folders."""
@@ -51,7 +52,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
-                             {"acc": [], "seconds": [], "notes": set(), "curves": [],
+                             {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set()})
         if not unit_complete(u):
             c["missing"].append(u.label)
@@ -60,6 +61,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         s = _read_json(u.folder / "summary.json")
         c["acc"].append(100.0 * reported_accuracy(s))
         c["seconds"].append(float(s["seconds_total"]))
+        c["wall"].append((float(s["seconds_setup"]), float(s["seconds_eval"]))
+                         if "seconds_wall" in s else None)
         if s.get("data_note"):
             c["notes"].add(s["data_note"])
         guarantee = s.get("privacy", {}).get("guarantee", {})
@@ -333,6 +336,13 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     done = sum(len(c["acc"]) for c in cells.values())
     lines.append(f"- Training time of the {done} complete runs at `{scale}` scale on this "
                  f"machine: {secs:.0f} s (sum of per-run training time; excludes start-up).")
+    walls = [w for c in cells.values() for w in c["wall"]]
+    if walls and None not in walls:
+        setup, evals = (sum(w[i] for w in walls) for i in (0, 1))
+        lines.append(f"- Wall time of those runs: {secs + setup + evals:.0f} s: training "
+                     f"{secs:.0f} s, evaluation {evals:.0f} s, start-up {setup:.0f} s (data, "
+                     "model, backend; a run resumed from a checkpoint counts its last "
+                     "start-up only).")
     here_flops = sum(c["flops"] for c in cells.values())
     if secs > 0 and here_flops > 0:
         lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "

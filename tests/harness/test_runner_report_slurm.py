@@ -204,12 +204,12 @@ def test_status_tells_running_from_stalled_by_the_heartbeat(table):
     assert folder_state(unit) == "running"
 
 
-def _fake_result(unit, accuracy, curve):
+def _fake_result(unit, accuracy, curve, timing=None):
     unit.folder.mkdir(parents=True)
     (unit.folder / "config.json").write_text(json.dumps(
         {"fingerprint": run_fingerprint(unit.cfg, unit.method)}))
     (unit.folder / "summary.json").write_text(json.dumps(
-        {"final_test_accuracy": accuracy, "seconds_total": 2.0}))
+        {"final_test_accuracy": accuracy, "seconds_total": 2.0, **(timing or {})}))
     with open(unit.folder / "metrics.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["round", "test_accuracy"])
         w.writeheader()
@@ -239,6 +239,20 @@ def test_report_aggregates_seeds_and_compares_with_the_paper(table):
     assert float(p1["ours_mean"]) == 75.0 and float(p1["difference"]) == -5.0
     png = md_path.parent / "convergence.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    assert "Wall time" not in md            # summaries written before runs timed it
+
+
+def test_report_cost_lines_add_up_each_runs_training_evaluation_and_start_up(table):
+    from tff_idp.report import write_report
+    spec = load_table(str(table))
+    units = expand(spec, "paper")                    # 8 runs
+    timing = {"seconds_setup": 1.5, "seconds_eval": 0.5, "seconds_wall": 4.0}
+    for u in units:
+        _fake_result(u, 0.5, [0.3, 0.4, 0.5], timing)
+    md = write_report(spec, "paper").read_text()
+    assert "Training time of the 8 complete runs at `paper` scale on this machine: 16 s" in md
+    assert ("Wall time of those runs: 32 s: training 16 s, evaluation 4 s, start-up 12 s"
+            in md)
 
 
 def test_report_of_a_computed_table(tmp_path):

@@ -228,7 +228,7 @@ def run_fingerprint(cfg, method: str) -> str:
 
 def run_method(exp: Experiment, method: str, progress: bool = True,
                on_round: Optional[Callable] = None, backend: Optional[str] = None,
-               checkpoint_dir: Optional[Path] = None):
+               checkpoint_dir: Optional[Path] = None, started: Optional[float] = None):
     """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
@@ -240,7 +240,15 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     state (model, optimizer, aggregator), the personal store, the sampler's generator state,
     the ledger and the rows so far are saved there; a later call with the same experiment
     resumes from it and ends with exactly the metrics of an uninterrupted run (every other
-    random stream is a function of (seed, round, client), not of history)."""
+    random stream is a function of (seed, round, client), not of history).
+
+    Time: each row's ``seconds`` is the round (sampling, data, training, aggregation) and
+    ``eval_seconds`` its evaluation; the summary adds ``seconds_setup``, from ``started``
+    (a ``time.perf_counter()`` reading; default: this call) to the first round of this
+    process (the data when ``started`` is taken before loading it, the model and backend
+    built, a checkpoint read; the first round's tracing counts in its ``seconds``), and
+    ``seconds_wall``, the three together."""
+    started = time.perf_counter() if started is None else started
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     for key, value, why in plugin.check_experiment(exp):
@@ -265,12 +273,13 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         rows, start = resumed["rows"], resumed["rounds_done"]
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
                disable=not progress, leave=False, initial=start, total=cfg.rounds)
+    setup = time.perf_counter() - started
     with StopRequests() as stop:
         rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
                        rows, fingerprint, checkpoint_dir, on_round, stop)
     bar.close()
     return rows, _summary(exp, method, runner, rows, start, split, store, ledger,
-                          personal_eval), ledger
+                          personal_eval, setup), ledger
 
 
 def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
@@ -345,6 +354,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                   ("train_loss", "clipped_fraction", "mean_update_norm", "adaptive_clip")},
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
+            t_eval = time.perf_counter()
             if personal_eval is None:
                 evaluator.set_weights(runner.weights)
                 row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
@@ -356,6 +366,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
             else:                        # no global model: each client's own
                 row.update(personal_eval(runner.weights, store, rnd))
                 bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
+            row["eval_seconds"] = round(time.perf_counter() - t_eval, 4)
         rows.append(row)
         if checkpoint_dir is not None:   # for `slurm status`: this run is alive
             write_heartbeat(Path(checkpoint_dir), rnd + 1, time.perf_counter() - t0)
@@ -405,10 +416,13 @@ def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> Non
         "host": socket.gethostname(), "pid": os.getpid()}))
 
 
-def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval) -> dict:
+def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
+             setup: float) -> dict:
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     secs = [r["seconds"] for r in rows]
+    # rows restored from a checkpoint written before evaluations were timed have none
+    evals = [float(r["eval_seconds"]) for r in rows if r.get("eval_seconds") not in (None, "")]
     headline = "test_accuracy" if personal_eval is None else "personal_test_accuracy"
     summary = {
         "method": method,
@@ -421,6 +435,10 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         "resumed_from_round": start or None,
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
+        "seconds_eval": float(np.sum(evals)),
+        "seconds_setup": round(setup, 4),
+        # a resumed run: every round's training and evaluation, the last process's set-up
+        "seconds_wall": float(np.sum(secs) + np.sum(evals) + setup),
         "plan": plan_summary(plan, exp.setting),
         "machine": machine(cfg.device),
         **({"data_note": exp.data.note} if exp.data.note else {}),

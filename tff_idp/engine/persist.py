@@ -57,10 +57,12 @@ def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:
     return str(theirs)
 
 
-def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True) -> dict:
+def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True,
+                    started: Optional[float] = None) -> dict:
     cfg = exp.cfg
     with FolderLock(folder), RunFolder(folder, keep_partial=True) as tmp:
-        rows, summary, ledger = run_method(exp, method, progress=progress, checkpoint_dir=tmp)
+        rows, summary, ledger = run_method(exp, method, progress=progress, checkpoint_dir=tmp,
+                                           started=started)
         write_json(tmp / "config.json", dataclasses.asdict(cfg) | {
             "resolved_delta": cfg.resolved_delta, "method": method,
             "fingerprint": run_fingerprint(cfg, method),

@@ -33,9 +33,11 @@ def run_unit(unit: Unit, progress: bool = False) -> dict:
     from ..engine.experiment import prepare
     from ..engine.persist import train_to_folder
     from ..run import _device
+    started = time.perf_counter()                  # the summary's set-up includes the data
     exp = prepare(unit.cfg)
     with tf.device(_device(unit.cfg.device)):      # the table's device (None: TF's choice)
-        return train_to_folder(exp, unit.method, unit.folder, progress=progress)
+        return train_to_folder(exp, unit.method, unit.folder, progress=progress,
+                               started=started)
 
 
 def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[str]:

@@ -34,8 +34,9 @@ def write_json(path: Path, obj) -> None:
 
 def write_csv(path: Path, rows: List[dict]) -> None:
     buf = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()))
+    if rows:        # every key of every row (rounds without an evaluation lack its columns)
+        fields = list(dict.fromkeys(k for row in rows for k in row))
+        writer = csv.DictWriter(buf, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
     atomic_write_text(path, buf.getvalue())
