@@ -43,7 +43,7 @@ def _read_json(path: Path) -> dict:
 
 def collect(units: List[Unit]) -> Dict[tuple, dict]:
     """{(dataset, column, method): {"acc": [...], "seconds": [...], "wall": [(set-up,
-    evaluation) seconds, or None for a summary older than their timing], "notes": set, "curves":
+    evaluation) seconds, or None where the summary has no wall time], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
     "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
     complete results folders."""
@@ -62,7 +62,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c["acc"].append(100.0 * reported_accuracy(s))
         c["seconds"].append(float(s["seconds_total"]))
         c["wall"].append((float(s["seconds_setup"]), float(s["seconds_eval"]))
-                         if "seconds_wall" in s else None)
+                         if s.get("seconds_wall") is not None else None)
         if s.get("data_note"):
             c["notes"].add(s["data_note"])
         guarantee = s.get("privacy", {}).get("guarantee", {})

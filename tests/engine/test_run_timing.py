@@ -29,3 +29,28 @@ def test_the_summary_accounts_for_training_evaluation_and_set_up(tmp_path):
     assert summary["seconds_wall"] == pytest.approx(
         train + evals + summary["seconds_setup"], abs=1e-3)
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
+
+
+def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(tmp_path,
+                                                                               monkeypatch):
+    """A checkpoint written before evaluations were timed: the summary says nothing of
+    evaluation or wall time rather than a part of them (and the report leaves its line out)."""
+    from tff_idp import config
+    from tff_idp.engine import loop
+    from tff_idp.engine.experiment import prepare
+    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+                                     "checkpoint_every=2", 'backend="fast"']))
+    rows, whole, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
+    assert whole["seconds_wall"] is not None and "eval_seconds" in rows[0]
+    real = loop.load_checkpoint
+
+    def old_checkpoint(folder, fingerprint):
+        state = real(folder, fingerprint)
+        state["rows"] = [{k: v for k, v in r.items() if k != "eval_seconds"}
+                         for r in state["rows"]]
+        return state
+
+    monkeypatch.setattr(loop, "load_checkpoint", old_checkpoint)
+    _, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
+    assert resumed["resumed_from_round"] == 2
+    assert resumed["seconds_eval"] is None and resumed["seconds_wall"] is None

@@ -421,9 +421,12 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     secs = [r["seconds"] for r in rows]
-    # rows restored from a checkpoint written before evaluations were timed have none
-    evals = [float(r["eval_seconds"]) for r in rows if r.get("eval_seconds") not in (None, "")]
     headline = "test_accuracy" if personal_eval is None else "personal_test_accuracy"
+    evals = [r.get("eval_seconds") for r in rows if r.get(headline) not in (None, "")]
+    # rows restored from a checkpoint written before evaluations were timed have none:
+    # no evaluation or wall time then, rather than a part of it
+    timed = all(e not in (None, "") for e in evals)
+    eval_total = float(sum(float(e) for e in evals)) if timed else None
     summary = {
         "method": method,
         "backend": runner.name,
@@ -435,10 +438,10 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         "resumed_from_round": start or None,
         "seconds_total": float(np.sum(secs)),
         "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
-        "seconds_eval": float(np.sum(evals)),
+        "seconds_eval": eval_total,
         "seconds_setup": round(setup, 4),
         # a resumed run: every round's training and evaluation, the last process's set-up
-        "seconds_wall": float(np.sum(secs) + np.sum(evals) + setup),
+        "seconds_wall": float(np.sum(secs) + eval_total + setup) if timed else None,
         "plan": plan_summary(plan, exp.setting),
         "machine": machine(cfg.device),
         **({"data_note": exp.data.note} if exp.data.note else {}),
