@@ -169,6 +169,7 @@ def main(argv=None) -> int:
 
 def _run_table(args) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
+    from .harness.reuse import still_to_train
     from .harness.runner import pending, run_table
     from .harness.table import check_data, expand, load_table, only_datasets, only_methods
     try:
@@ -181,9 +182,10 @@ def _run_table(args) -> int:
         if args.output_dir is not None:
             config_mod._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
-        if spec.kind == "train":
-            check_data(pending(units))      # and the data the missing runs need is here
-            if any(u.cfg.device == "gpu" for u in pending(units)):
+        if spec.kind == "train":           # the data the runs to train need is here
+            to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
+            check_data(to_train)
+            if any(u.cfg.device == "gpu" for u in to_train):
                 _device("gpu")              # one line when there is no GPU here
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

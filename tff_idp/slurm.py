@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import List
 
 from .config import ConfigError
+from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, unit_complete, units_by_state, write_units_list
 from .harness.table import TableSpec, check_data, expand, load_table
 
@@ -159,7 +160,7 @@ def main(argv=None) -> int:
             raise ConfigError(f"--max-requeues={args.max_requeues}: must be >= 0")
         if args.command == "submit":        # the data the missing units need is staged
             try:
-                check_data(pending(units))
+                check_data(still_to_train(spec, args.scale, pending(units)))
             except ConfigError as e:
                 raise ConfigError(f"{str(e).split('; ')[0]}; stage it with python -m "
                                   f"tff_idp.data fetch {args.table}") from e
@@ -182,6 +183,7 @@ def main(argv=None) -> int:
         missing = pending(units)
         print(f"report: {path}; {len(units) - len(missing)} of {len(units)} units complete")
         return 0
+    reuse_equal_runs(spec, args.scale, pending(units))   # runs other tables already made
     todo = [i for i, u in enumerate(units) if not unit_complete(u)]
     slurm_dir = root / "slurm"
     log_dir = slurm_dir / "logs"

@@ -262,3 +262,35 @@ def test_report_of_a_computed_table(tmp_path):
     text = md.read_text()
     assert "| 0.5 | 0.63 | 1.83 | 3.54 |" in text           # Problem 1 at FMNIST's epsilon_1
     assert (tmp_path / "fig1" / "rates.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_run_another_table_made_with_the_same_config_is_copied_not_trained(table):
+    """Table B shares its 1x column with table A (same settings, another name): those runs
+    are copied from A's folders with REUSED.json; its 3x column is trained."""
+    from tff_idp.harness.reuse import REUSED
+    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
+                  "p_fedavg", "--no-report"])
+    assert first.returncode == 0, first.stderr[-1500:]
+    other = table.with_name("other.toml")
+    other.write_text(table.read_text().replace('name = "tiny"', 'name = "other"')
+                     .replace('labels = ["1x", "2x"]', 'labels = ["1x", "3x"]')
+                     .replace("values = [1.0, 2.0]", "values = [1.0, 3.0]"))
+    second = _run(["tff_idp.run", str(other), "--scale", "smoke", "--quiet", "--methods",
+                   "p_fedavg", "--no-report"])
+    assert second.returncode == 0, second.stderr[-1500:]
+    assert "other: 1 run copied from a complete run of the same config in tiny" in second.stderr
+    assert "2 runs, 1 complete, 1 to run" in second.stderr           # counted after the copy
+    a = {u.column: u for u in expand(load_table(str(table)), "smoke") if u.method == "p_fedavg"}
+    b = {u.column: u for u in expand(load_table(str(other)), "smoke") if u.method == "p_fedavg"}
+    copied = json.loads((b["1x"].folder / REUSED).read_text())
+    assert copied["from"] == str(a["1x"].folder.resolve())
+    assert (b["1x"].folder / "summary.json").read_text() == \
+        (a["1x"].folder / "summary.json").read_text()
+    assert not (b["3x"].folder / REUSED).exists() and not pending(list(b.values()))
+    # a Slurm submission copies them too, and its array holds only what is left to train
+    third = table.with_name("third.toml")
+    third.write_text(table.read_text().replace('name = "tiny"', 'name = "third"'))
+    sub = _run(["tff_idp.slurm", "submit", str(third), "--scale", "smoke", "--dry-run"])
+    assert sub.returncode == 0, sub.stderr[-1500:]
+    assert "third: 2 runs copied from complete runs of the same config in tiny" in sub.stderr
+    assert "(2 of 4 units" in sub.stdout

@@ -79,8 +79,11 @@ def task_command(spec: TableSpec, scale: str, index: int, output_dir: Optional[s
 
 def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[str] = None,
               progress: bool = True) -> int:
-    """Run what is missing of a table at ``scale``; returns the number of failed units."""
+    """Run what is missing of a table at ``scale`` (a run another table already made with the
+    same config is copied: ``harness.reuse``); returns the number of failed units."""
+    from .reuse import reuse_equal_runs
     units = expand(spec, scale, output_dir)
+    reuse_equal_runs(spec, scale, pending(units), output_dir)
     todo = pending(units)
     print(f"{spec.name} at scale {scale}: {len(units)} runs, {len(units) - len(todo)} "
           f"complete, {len(todo)} to run" + (f" in {jobs} processes" if jobs > 1 and todo
