@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -86,13 +87,12 @@ def still_to_train(spec, scale: str, units: List[Unit], output_dir=None) -> List
 def reuse_equal_runs(spec, scale: str, units: List[Unit], output_dir=None) -> int:
     """Adopt every missing unit's equal run found under the results root; says how many (and
     from where) in one line on stderr. Returns the number adopted."""
-    import sys
-    found = equal_runs(units, results_root(spec, scale, output_dir))
-    done = [label for label, source in found.items()
-            if adopt(next(u for u in units if u.label == label), source)]
+    root = results_root(spec, scale, output_dir)
+    found = equal_runs(units, root)
+    by_label = {u.label: u for u in units}
+    done = [label for label, source in found.items() if adopt(by_label[label], source)]
     if done:
-        tables = sorted({found[label].relative_to(results_root(spec, scale, output_dir)).parts[0]
-                         for label in done})
+        tables = sorted({found[label].relative_to(root).parts[0] for label in done})
         what = "1 run copied from a complete run" if len(done) == 1 else \
             f"{len(done)} runs copied from complete runs"
         print(f"{spec.name}: {what} of the same config in {', '.join(tables)} (REUSED.json "
