@@ -75,7 +75,7 @@ class ExperimentConfig:
     accountant: str = "rdp"                   # "rdp" or "pld"
     group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
-    rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus)
+    rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus, idp_sample)
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
     # idp_fedavg's adaptive clipping: "ours" (seeded, both backends) or "tff" (TFF's factory)
     adaptive_clipping: str = "ours"

@@ -55,6 +55,30 @@ def test_idp_scale_plan_shares_one_noise():
         assert plan.noise_stddevs[0] / clip == pytest.approx(z)
 
 
+def test_idp_sample_at_the_papers_printed_rates_uses_the_largest_group_sigma():
+    """003 App. B.2 prints FMNIST's SAMPLE rates (0.82, 2.80, 2.38)%; no one sigma meets every
+    budget with equality there, so the plan takes the largest of the groups' own sigmas.
+    Checked against dp_accounting directly (Poisson-sampled Gaussian, RDP, T = 50)."""
+    import dp_accounting
+    rates = [0.0082, 0.0280, 0.0238]
+    plan = PLANNERS["idp_sample"](SETTING, rates=rates)
+    assert plan.rates == rates and len(set(plan.noise_multipliers)) == 1
+    sigma = plan.noise_multipliers[0]
+
+    def eps(q):
+        acc = dp_accounting.rdp.RdpAccountant()
+        acc.compose(dp_accounting.PoissonSampledDpEvent(
+            q, dp_accounting.GaussianDpEvent(sigma)), SETTING.rounds)
+        return acc.get_epsilon(SETTING.delta)
+    spent = [eps(q) for q in rates]
+    assert spent[0] == pytest.approx(0.5, rel=0.01)      # the binding group
+    assert spent[1] == pytest.approx(1.035, abs=0.01) and spent[2] == pytest.approx(0.906, abs=0.01)
+    assert sigma ** 2 == pytest.approx(1.48, rel=0.02)   # against 0.82 at SAMPLE's own rates
+    own = PLANNERS["idp_sample"](SETTING)
+    assert own.noise_multipliers[0] ** 2 == pytest.approx(0.818, rel=0.02)
+    assert own.rates[0] < 0.001 < 0.04 < own.rates[2]
+
+
 def test_p_fedavg_is_not_private():
     plan = PLANNERS["p_fedavg"](SETTING)
     assert not plan.private and math.isinf(plan.clips[0]) and plan.noise_stddevs == [0.0]

@@ -60,7 +60,8 @@ class Method:
     needs_personal: bool = False   # refuse personal = "none"
     adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
     checks_budgets: bool = True    # the ledger checks the plan against every group's budget
-    uses_rates: bool = False       # takes the config's per-group ``rates`` (GDPFed-opc/+)
+    uses_rates: bool = False       # takes the config's per-group ``rates`` (GDPFed-opc/+,
+                                   # IDP-FedAvg SAMPLE)
 
     # --- config and privacy plan (pure Python) -------------------------------------------
 
@@ -72,7 +73,8 @@ class Method:
             yield "personal", cfg.personal, f"{self.name} keeps a personal part; name one"
         if cfg.rates is not None and not self.uses_rates:
             yield ("rates", cfg.rates, f"method {self.name!r} does not take per-group rates "
-                   "(only gdpfed_opc and gdpfed_plus do); remove it or run those alone")
+                   "(only gdpfed_opc, gdpfed_plus and idp_sample do); remove it or run those "
+                   "alone")
         if split != "none" and cfg.adaptive_clipping == "tff" and self.adaptive_clip:
             yield ("adaptive_clipping", cfg.adaptive_clipping, "TFF's own factory sees the "
                    "whole model; with a personal part use 'ours'")
