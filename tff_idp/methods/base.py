@@ -60,7 +60,7 @@ class Method:
     needs_personal: bool = False   # refuse personal = "none"
     adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
     checks_budgets: bool = True    # the ledger checks the plan against every group's budget
-    uses_rates: bool = False       # takes the config's per-group ``rates`` (GDPFed-opc/+,
+    uses_rates: bool = False       # plan() passes the config's per-group ``rates`` (GDPFed-opc/+,
                                    # IDP-FedAvg SAMPLE)
 
     # --- config and privacy plan (pure Python) -------------------------------------------
@@ -72,9 +72,10 @@ class Method:
         if self.needs_personal and split == "none":
             yield "personal", cfg.personal, f"{self.name} keeps a personal part; name one"
         if cfg.rates is not None and not self.uses_rates:
+            from . import METHODS
+            takers = ", ".join(sorted(m.name for m in METHODS.values() if m.uses_rates))
             yield ("rates", cfg.rates, f"method {self.name!r} does not take per-group rates "
-                   "(only gdpfed_opc, gdpfed_plus and idp_sample do); remove it or run those "
-                   "alone")
+                   f"(only {takers} do); remove it or run those alone")
         if split != "none" and cfg.adaptive_clipping == "tff" and self.adaptive_clip:
             yield ("adaptive_clipping", cfg.adaptive_clipping, "TFF's own factory sees the "
                    "whole model; with a personal part use 'ours'")
@@ -87,7 +88,10 @@ class Method:
         return kwargs
 
     def plan(self, cfg, setting: PrivacySetting) -> MethodPlan:
-        plan = self.planner(setting, **self.plan_kwargs(cfg))
+        kwargs = self.plan_kwargs(cfg)
+        if self.uses_rates and cfg.rates is not None:
+            kwargs["rates"] = cfg.rates
+        plan = self.planner(setting, **kwargs)
         return plan if plan.method == self.name else dataclasses.replace(plan, method=self.name)
 
     def plan_version(self, cfg) -> int:

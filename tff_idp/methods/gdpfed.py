@@ -63,12 +63,6 @@ class GDPFedOpc(GDPFed):
     planner = staticmethod(plans.plan_gdpfed_opc)
     uses_rates = True
 
-    def plan_kwargs(self, cfg):
-        kwargs = super().plan_kwargs(cfg)
-        if cfg.rates is not None:
-            kwargs["rates"] = cfg.rates
-        return kwargs
-
     def plan_summary(self, plan, setting):
         return noise_magnitude_at_rates(plan, setting)
 

@@ -28,9 +28,6 @@ class IDPSample(_Individualized):
     planner = staticmethod(plans.plan_idp_sample)
     uses_rates = True              # fixed rates, e.g. 003 App. B.2's printed ones
 
-    def plan_kwargs(self, cfg):
-        return {"rates": cfg.rates} if cfg.rates is not None else {}
-
     def plan_version(self, cfg):
         return 1                   # SAMPLE's rates on the full RDP orders
 
