@@ -40,6 +40,17 @@ def test_named_layers_and_trainable_masks_per_phase():
     assert split_model(model, f"layers:{last}").head
 
 
+def test_layer_names_do_not_depend_on_what_was_built_before():
+    """`personal = "layers:<name>"` names a layer by its Keras name; Keras numbers unnamed
+    layers per process, so without models.build resetting the count a second run in one
+    process (or a second method of one run) found another layer, or none."""
+    from tff_idp import models
+    first = [layer.name for layer in models.build("digits_mlp").layers]
+    models.build("cnn2")
+    again = [layer.name for layer in models.build("digits_mlp").layers]
+    assert again == first == ["dense", "dense_1"]
+
+
 def test_none_is_trivial():
     split = split_model(_mlp(), "none")
     assert split.trivial and split.personal_tensors == [] and split.shared_count == 2410

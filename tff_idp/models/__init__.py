@@ -190,6 +190,10 @@ MODELS: Dict[str, Callable] = {
 
 
 def build(name: str, **kwargs):
+    """Model ``name``; its layers are named the same in every build (Keras numbers
+    unnamed layers by a process-wide counter, so ``personal = "layers:dense_1"`` would
+    otherwise name a different layer, or none, depending on what was built before)."""
     if name not in MODELS:
         raise ValueError(f"model={name!r} is not one of {sorted(MODELS)}")
+    _tf().keras.backend.reset_uids()
     return MODELS[name](**kwargs)
