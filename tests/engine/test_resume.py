@@ -139,3 +139,16 @@ def test_an_old_pickle_checkpoint_is_never_unpickled(tmp_path, capfd):
     (tmp_path / "checkpoint.pkl").write_bytes(pickle.dumps(Boom()))
     assert load_checkpoint(tmp_path, "any") is None
     assert "old-format checkpoint (pickle) is not read" in capfd.readouterr().err
+
+
+def test_a_key_spelled_out_at_the_methods_default_is_the_same_run():
+    """Table VIII's (0.7, 0.8, 0.9) row of GDPFed+ is Table II's GDPFed+ (keep_fractions
+    unset): one fingerprint, so the harness trains it once; any other fractions differ."""
+    from tff_idp import config
+    from tff_idp.engine.loop import run_fingerprint
+    base = ['methods=["gdpfed_plus"]', "rounds=3"]
+    unset = run_fingerprint(config.load(None, base), "gdpfed_plus")
+    spelled = config.load(None, base + ["keep_fractions=[0.7, 0.8, 0.9]"])
+    other = config.load(None, base + ["keep_fractions=[0.5, 0.7, 0.9]"])
+    assert run_fingerprint(spelled, "gdpfed_plus") == unset
+    assert run_fingerprint(other, "gdpfed_plus") != unset

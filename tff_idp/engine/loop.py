@@ -219,6 +219,10 @@ def run_fingerprint(cfg, method: str) -> str:
     # (with a default that keeps the old behaviour) does not orphan earlier results
     defaults = dataclasses.asdict(type(cfg)())
     keys = {k: v for k, v in keys.items() if v != defaults.get(k)}
+    # ... and so are keys spelled out at the value the method reads them as when unset
+    for k, v in METHODS[method].implied_config(cfg).items():
+        if keys.get(k) == v:
+            del keys[k]
     version = plan_version(cfg, method)
     if version:
         keys["plan_version"] = version

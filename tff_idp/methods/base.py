@@ -94,6 +94,13 @@ class Method:
         plan = self.planner(setting, **kwargs)
         return plan if plan.method == self.name else dataclasses.replace(plan, method=self.name)
 
+    def implied_config(self, cfg) -> Dict:
+        """{config key: the value this method reads an unset (None) key as}. The run
+        fingerprint leaves a key out when it is set to exactly that value, so a run that
+        spells out the method's default (e.g. Table VIII's (0.7, 0.8, 0.9) row of GDPFed+)
+        is the same run as one that leaves it unset (Table II's GDPFed+)."""
+        return {}
+
     def plan_version(self, cfg) -> int:
         """Bumped where a fix changed the numbers a plan is made of, so that results and
         checkpoints made with the old plan count as stale: 1 = fixed-size cohorts accounted

@@ -6,6 +6,8 @@ noise, group sums, (top-k,) reweighted group means added to the model. They diff
 their plans (``tff_idp.algorithms.plan``)."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..algorithms import plan as plans
@@ -76,3 +78,9 @@ class GDPFedPlus(GDPFedOpc):
         if cfg.keep_fractions is not None:
             kwargs["keep_fractions"] = cfg.keep_fractions
         return kwargs
+
+    def implied_config(self, cfg):
+        """keep_fractions unset is the planner's default k_m/d (GDPFed Sec. VI-A's
+        (0.7, 0.8, 0.9))."""
+        default = inspect.signature(self.planner).parameters["keep_fractions"].default
+        return {"keep_fractions": [float(k) for k in default]}
