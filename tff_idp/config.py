@@ -72,7 +72,7 @@ class ExperimentConfig:
     # Top_k kept fraction k_m/d per group (GDPFed+; unset: the paper's (0.7, 0.8, 0.9))
     keep_fractions: Optional[List[float]] = None
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
-    accountant: str = "rdp"                   # "rdp" or "pld"
+    accountant: str = "rdp"                   # "rdp", "rdp_basic" (003 Lemma 4) or "pld"
     group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
     rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus, idp_sample)
@@ -281,8 +281,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
     if cfg.sampling not in ("poisson", "fixed"):
         _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
-    if cfg.accountant not in ("rdp", "pld"):
-        _fail("accountant", cfg.accountant, "must be 'rdp' or 'pld'")
+    if cfg.accountant not in ("rdp", "rdp_basic", "pld"):
+        _fail("accountant", cfg.accountant, "must be 'rdp', 'rdp_basic' or 'pld'")
     if cfg.group_weighting not in ("paper", "normalized"):
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
     if cfg.adaptive_clipping not in ("ours", "tff"):
@@ -306,8 +306,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
     if not cfg.fast_chunk_size >= 1:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
-    if cfg.sampling == "fixed" and cfg.accountant != "rdp":
-        _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp'")
+    if cfg.sampling == "fixed" and cfg.accountant == "pld":
+        _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp' or "
+              "'rdp_basic'")
     if cfg.personal is not None and check_spec(cfg.personal) is not None:
         _fail("personal", cfg.personal, check_spec(cfg.personal))
     if cfg.personal_steps < 1:

@@ -18,7 +18,9 @@ the papers and sharing no code with ``tff_idp.privacy`` or dp-accounting's RDP r
   (= E[(p/q)^x]), summed exactly in 500-digit arithmetic (mpmath); between integers, (alpha - 1) RDP(alpha) is convex in alpha, so its linear
   interpolation is an upper bound (their Sec. 3.4).
 - Conversion to (epsilon, delta): Canonne, Kamath, Steinke 2020, Prop. 12:
-  epsilon = min_alpha RDP + log((alpha-1)/alpha) - (log delta + log alpha) / (alpha - 1).
+  epsilon = min_alpha RDP + log((alpha-1)/alpha) - (log delta + log alpha) / (alpha - 1);
+  ``basic_epsilon``: Mironov 2017, Prop. 3 (paper 003 Lemma 4):
+  epsilon = min_alpha RDP + log(1/delta) / (alpha - 1).
 """
 import functools
 import math
@@ -111,3 +113,7 @@ def epsilon(rdp_of_order, rounds, delta):
         r = rounds * rdp_of_order(a)
         best = min(best, r + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1))
     return max(best, 0.0)
+
+
+def basic_epsilon(rdp_of_order, rounds, delta):
+    return min(rounds * rdp_of_order(a) + math.log(1 / delta) / (a - 1) for a in ORDERS)

@@ -39,7 +39,9 @@ from dp_accounting import pld, rdp
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize
 
-ACCOUNTANTS = ("rdp", "pld")
+ACCOUNTANTS = ("rdp", "rdp_basic", "pld")
+# the RDP accountants: the same RDP curve, two conversions to (epsilon, delta)
+RDP_ACCOUNTANTS = ("rdp", "rdp_basic")
 SAMPLINGS = ("poisson", "fixed")
 
 
@@ -100,19 +102,52 @@ FAST_RDP_ORDERS = (1.1, 1.2, 1.3, 1.5, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6
 RDP_ORDERS = tuple(float(o) for o in rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
 
 
+def basic_epsilon(orders: Sequence[float], rdp_values: Sequence[float],
+                  delta: float) -> tuple:
+    """(epsilon, optimal order) of an RDP curve by the basic conversion of Mironov (2017),
+    Prop. 3, the one paper 003 states as Lemma 4:
+
+        epsilon = min over alpha of rho(alpha) + log(1/delta) / (alpha - 1).
+
+    Looser than dp-accounting's conversion (Canonne, Kamath, Steinke 2020, Prop. 12), which
+    subtracts log(alpha) / (alpha - 1) - log(1 - 1/alpha); both are valid bounds."""
+    _check("delta", delta, 0.0, 1.0)
+    a = np.asarray(orders, dtype=float)
+    r = np.asarray(rdp_values, dtype=float)
+    if a.shape != r.shape or np.any(a < 1.0) or np.any(r < 0):
+        raise ValueError("orders must be >= 1 and match the non-negative RDP values")
+    with np.errstate(divide="ignore"):                  # alpha = 1 bounds nothing: inf
+        eps = r + math.log(1.0 / delta) / (a - 1.0)
+    i = int(np.argmin(eps))
+    return float(eps[i]), float(a[i])
+
+
+class BasicConversionRdpAccountant(rdp.RdpAccountant):
+    """dp-accounting's RDP accountant (same RDP curve, same orders) whose epsilon is
+    :func:`basic_epsilon`: ``accountant = "rdp_basic"``."""
+
+    def get_epsilon_and_optimal_order(self, target_delta: float):
+        return basic_epsilon(self._orders, self._rdp, target_delta)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+
 def make_accountant(accountant: str = "rdp", sampling: str = "poisson", orders=None):
-    """A fresh dp_accounting accountant. Fixed-size sampling needs RDP with REPLACE_ONE.
-    ``orders`` (RDP only) replaces dp_accounting's default 156 orders."""
+    """A fresh dp_accounting accountant: ``"rdp"`` (dp-accounting's RDP accountant and
+    conversion), ``"rdp_basic"`` (the same RDP, :func:`basic_epsilon`'s conversion) or
+    ``"pld"``. Fixed-size sampling needs RDP with REPLACE_ONE. ``orders`` (RDP only)
+    replaces dp_accounting's default 156 orders."""
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant={accountant!r} is not one of {ACCOUNTANTS}")
+    cls = BasicConversionRdpAccountant if accountant == "rdp_basic" else rdp.RdpAccountant
     if sampling == "fixed":
-        if accountant != "rdp":
+        if accountant not in RDP_ACCOUNTANTS:
             raise ValueError("sampling='fixed' (without replacement) is only supported by "
-                             "accountant='rdp'")
-        return rdp.RdpAccountant(
-            orders, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    if accountant == "rdp":
-        return rdp.RdpAccountant(orders)
+                             f"the RDP accountants {RDP_ACCOUNTANTS}")
+        return cls(orders, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    if accountant in RDP_ACCOUNTANTS:
+        return cls(orders)
     return pld.PLDAccountant(value_discretization_interval=1e-3)
 
 
@@ -195,7 +230,8 @@ def calibrate_noise_multiplier(target_epsilon: float, sampling_rate: float, roun
     fast = lambda z: epsilon(z, sampling_rate, rounds, delta, accountant, sampling,
                              population, orders=FAST_RDP_ORDERS)
     high = invert_decreasing(fast, target_epsilon, rtol=1e-4)
-    window = order_window(high, sampling_rate, rounds, delta, sampling, population)
+    window = order_window(high, sampling_rate, rounds, delta, sampling, population,
+                          accountant=accountant)
     near = lambda z: epsilon(z, sampling_rate, rounds, delta, accountant, sampling,
                              population, orders=window)
     z = invert_decreasing(near, target_epsilon, high=high)
@@ -206,12 +242,12 @@ def calibrate_noise_multiplier(target_epsilon: float, sampling_rate: float, roun
 
 def order_window(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float,
                  sampling: str = "poisson", population: Optional[int] = None,
-                 width: int = 2) -> tuple:
+                 width: int = 2, accountant: str = "rdp") -> tuple:
     """The default RDP orders (:data:`RDP_ORDERS`) within ``width`` fast orders of the fast
     orders' optimal one. Epsilon over the RDP orders is a minimum over a curve with one
     valley, so the optimum over all orders lies there; a search near the answer evaluates
     these ~20 orders instead of 156 and checks the result on all of them."""
-    acc = make_accountant("rdp", sampling, FAST_RDP_ORDERS)
+    acc = make_accountant(accountant, sampling, FAST_RDP_ORDERS)
     acc.compose(training_event(noise_multiplier, sampling_rate, rounds, sampling, population))
     _, best = acc.get_epsilon_and_optimal_order(delta)
     i = FAST_RDP_ORDERS.index(best)
@@ -294,9 +330,11 @@ def observed_sampled_gaussian_rdp(noise_multiplier: float, sampling_rate: float,
 
 
 def epsilon_from_rdp(orders: Sequence[float], rdp_values: Sequence[float],
-                     delta: float) -> float:
-    """Epsilon at ``delta`` of a composed RDP curve (dp-accounting's conversion: Canonne,
-    Kamath, Steinke 2020, Prop. 12)."""
+                     delta: float, accountant: str = "rdp") -> float:
+    """Epsilon at ``delta`` of a composed RDP curve (``"rdp"``: dp-accounting's conversion,
+    Canonne, Kamath, Steinke 2020, Prop. 12; ``"rdp_basic"``: :func:`basic_epsilon`)."""
+    if accountant == "rdp_basic":
+        return basic_epsilon(orders, rdp_values, delta)[0]
     return float(rdp_privacy_accountant.compute_epsilon(list(orders), list(rdp_values),
                                                         delta)[0])
 

@@ -88,14 +88,15 @@ def max_rate(noise_multiplier: float, budget: float, rounds: int, delta: float,
     lo = 1e-7
     if eps(lo) > 0:
         return 0.0
-    if accountant != "rdp":
+    if accountant not in accounting.RDP_ACCOUNTANTS:
         return _largest_root(eps, lo, 1.0)
     fast = lambda q: eps(q, accounting.FAST_RDP_ORDERS)
     if fast(lo) <= 0:
         lo = _largest_root(fast, lo, 1.0, rtol=1e-3)
     if coarse:
         return lo
-    window = accounting.order_window(noise_multiplier, lo, rounds, delta)
+    window = accounting.order_window(noise_multiplier, lo, rounds, delta,
+                                     accountant=accountant)
     q = _largest_root(lambda r: eps(r, window), lo, _infeasible_above(
         lambda r: eps(r, window), lo))
     if eps(q) < -budget * 1e-6:             # the optimum lay outside the window
@@ -140,7 +141,7 @@ def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rat
                    for e, r in zip(budgets[order], ratios[order]))
 
     # stage 1: sigma roughly (log sigma to 0.01), with the coarse (fast-order) rates
-    coarse = accountant == "rdp"
+    coarse = accountant in accounting.RDP_ACCOUNTANTS
     lo, hi = math.log(0.05), math.log(2.0)
     while mean_rate(lo, coarse) > expected_rate:
         lo -= 1.0
@@ -160,7 +161,8 @@ def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rat
         # ledger's orders; checked on all of them below), bracketed near stage 1's sigma
         z1 = math.exp(log_sigma)
         guesses = [max_rate(z1, e, rounds, delta, accountant, coarse=True) for e in budgets]
-        windows = [accounting.order_window(z1, q, rounds, delta) for q in guesses]
+        windows = [accounting.order_window(z1, q, rounds, delta, accountant=accountant)
+                   for q in guesses]
 
         def full(s):
             z = math.exp(s)

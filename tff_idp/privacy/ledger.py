@@ -73,8 +73,8 @@ class PrivacyLedger:
         if group in self.observed_groups:
             rdp = sum(count * accounting.observed_sampled_gaussian_rdp(
                 sigma, q, accounting.RDP_ORDERS) for (q, sigma), count in runs)
-            return accounting.epsilon_from_rdp(accounting.RDP_ORDERS, rdp, self.delta) \
-                if runs else 0.0
+            return accounting.epsilon_from_rdp(accounting.RDP_ORDERS, rdp, self.delta,
+                                               self.accountant) if runs else 0.0
         acc = accounting.make_accountant(self.accountant, self.sampling)
         for (q, sigma), count in runs:
             acc.compose(accounting.round_event(sigma, q, self.sampling, size), count)
