@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 
 from .methods import METHODS
 from .models.split import check_spec
+from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS
 
 
 def default_tfds_dir(root: str = "datasets") -> str:
@@ -204,6 +205,12 @@ def _check_finite(cfg: ExperimentConfig) -> None:
             _fail(f.name, value, "must be finite (no nan or inf)")
 
 
+def _one_of(names) -> str:
+    """"'a', 'b' or 'c'": the allowed values of a key, for its error line."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from .data import FEDERATED, SOURCES
     from .models import MODELS
@@ -281,8 +288,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
     if cfg.sampling not in ("poisson", "fixed"):
         _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
-    if cfg.accountant not in ("rdp", "rdp_basic", "pld"):
-        _fail("accountant", cfg.accountant, "must be 'rdp', 'rdp_basic' or 'pld'")
+    if cfg.accountant not in ACCOUNTANTS:
+        _fail("accountant", cfg.accountant, f"must be {_one_of(ACCOUNTANTS)}")
     if cfg.group_weighting not in ("paper", "normalized"):
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
     if cfg.adaptive_clipping not in ("ours", "tff"):
@@ -306,9 +313,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
     if not cfg.fast_chunk_size >= 1:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
-    if cfg.sampling == "fixed" and cfg.accountant == "pld":
-        _fail("accountant", cfg.accountant, "sampling='fixed' needs accountant='rdp' or "
-              "'rdp_basic'")
+    if cfg.sampling == "fixed" and cfg.accountant not in RDP_ACCOUNTANTS:
+        _fail("accountant", cfg.accountant,
+              f"sampling='fixed' needs accountant={_one_of(RDP_ACCOUNTANTS)}")
     if cfg.personal is not None and check_spec(cfg.personal) is not None:
         _fail("personal", cfg.personal, check_spec(cfg.personal))
     if cfg.personal_steps < 1:
