@@ -84,6 +84,12 @@ BAD = [
     (["--set", "delta=0.0"], "delta=0.0"),
     (["--set", "delta=1.0"], "delta=1.0"),
     (["--set", "delta=inf"], "delta=inf: must be finite"),
+    # issue 33 item 5: delta >= 1/n lets a mechanism publish one client outright
+    (["--set", "delta=0.5"], "delta=0.5: must be below 1/num_clients = 0.002 (num_clients=500)"),
+    (["--set", "delta=0.002"], "delta=0.002: must be below 1/num_clients"),
+    # issue 33 item 4: Lemma 1's sigma is not (eps_l, delta_l)-DP above eps_l = 7.99
+    (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=10.0"],
+     "local_epsilon=10.0: Lemma 1's sigma is (eps_l, delta_l)-DP only up to eps_l = 7.99"),
     (["--set", "calibration_tolerance=0.0"], "calibration_tolerance=0.0"),
     (["--set", "batch_size=0"], "batch_size=0"),
     (["--set", "local_steps=0"], "local_steps=0"),

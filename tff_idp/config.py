@@ -264,6 +264,10 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("group_ratios", cfg.group_ratios, f"must sum to 1 (they sum to {sum(cfg.group_ratios):.6g})")
     if cfg.delta is not None and not 0 < cfg.delta < 1:
         _fail("delta", cfg.delta, "must be in (0, 1)")
+    if cfg.delta is not None and cfg.num_clients > 0 and cfg.delta >= 1 / cfg.num_clients:
+        _fail("delta", cfg.delta, f"must be below 1/num_clients = {1 / cfg.num_clients:.3g} "
+              f"(num_clients={cfg.num_clients}): with delta >= 1/n a mechanism may release "
+              "one client's data outright and still meet it")
     if cfg.rounds < 1:
         _fail("rounds", cfg.rounds, "must be >= 1")
     if not 0 < cfg.expected_rate <= 1:

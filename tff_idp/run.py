@@ -74,6 +74,27 @@ def _fmt(values, digits=3):
     return "(" + ", ".join(f"{v:.{digits}g}" for v in values) + ")"
 
 
+# the two observers' columns (tff_idp.privacy.threat_model)
+EPS_VIEWERS = "eps vs model viewers / budget"
+EPS_SERVER = "eps vs server (max)"
+
+
+OBSERVERS_LEGEND = (
+    "epsilon per privacy group at the run's delta. Model viewers: add/remove one client, "
+    "amplified by the sampling of clients (secret from them); budgets are checked against "
+    "this one. Server: the largest client's epsilon, its clipped update released with its "
+    "group's noise in each round it took part in, no amplification (the server draws the "
+    "cohort), client-drawn noise under secure aggregation.")
+
+
+def _server_epsilons(priv) -> str:
+    """Per group the largest client epsilon against the server, or why there is none."""
+    values = [g.get("server_epsilon") for g in priv["groups"].values()]
+    if any(v is None for v in values):
+        return "none (server-drawn noise)"
+    return _fmt(values)
+
+
 def summary_rows(summaries, reference=None):
     """One row per method; with ``reference`` (the paper's accuracy per method), the paper's
     number and ours minus the paper's."""
@@ -81,17 +102,17 @@ def summary_rows(summaries, reference=None):
     rows = []
     for s in summaries:
         plan, priv = s["plan"], s["privacy"]
-        eps = "-"
+        eps, server = "-", "-"
         if priv.get("groups"):
             eps = _fmt([g["realised_epsilon"] for g in priv["groups"].values()]) + " / " + \
                 _fmt([g["budget"] for g in priv["groups"].values()])
             guarantee = priv.get("guarantee", {})
             if guarantee.get("valid") is False:
                 eps += " (not covered)"
-            elif guarantee.get("trusted_server"):
-                eps += " (trusted server)"
+            server = _server_epsilons(priv)
         elif priv.get("table_epsilon"):      # a method with its own accounting (MS-PAFL)
             eps = priv["table_epsilon"]
+            server = priv.get("server_epsilon_text", "-")
         rows.append({
             "method": s["method"],
             "test_acc_%": f"{100 * reported_accuracy(s):.2f}",
@@ -99,7 +120,8 @@ def summary_rows(summaries, reference=None):
             "sigma^2": _fmt(plan["noise_multipliers_sq"])
             if priv.get("groups") or priv.get("table_epsilon") else "-",
             "Lambda": f"{plan['noise_magnitude']:.3g}" if "noise_magnitude" in plan else "-",
-            "eps_spent/budget": eps,
+            EPS_VIEWERS: eps,
+            EPS_SERVER: server,
             "s/round": f"{s['seconds_per_round_after_first']:.2f}",
         })
         if reference:
@@ -261,6 +283,8 @@ def _train_all(exp, args) -> int:
              f"delta={cfg.resolved_delta:.3g}, seed={cfg.seed}")
     print(title)
     print(format_table(table_rows, list(table_rows[0].keys())))
+    if any(r[EPS_VIEWERS] != "-" for r in table_rows):
+        print(OBSERVERS_LEGEND)
     for s in summaries:
         why = s["privacy"].get("guarantee", {}).get("why_not_valid")
         if why:

@@ -1,6 +1,8 @@
 """What a run reports about its guarantee: the summary's privacy block, as a user reads it."""
+import numpy as np
 import pytest
 
+from tff_idp import config
 from tff_idp.config import from_mapping, validate
 from tff_idp.engine.experiment import prepare
 from tff_idp.engine.loop import run_method
@@ -33,3 +35,76 @@ def test_pfa_per_row_accounts_its_public_rows():
     assert privacy["guarantee"]["valid"] is True and privacy["observed_groups"] == [2]
     assert privacy["within_budget"]
     assert ledger.observed_groups == (2,)
+
+
+def test_server_epsilon_of_three_default_run_clients_matches_an_independent_accountant():
+    """Issue 33 acceptance: the default run (digits, 500 clients, 40 rounds), its DP-FedAvg and
+    GDPFed+: for the most-sampled client of each group, the composition of its participations'
+    Gaussian releases (no amplification) by the independent closed form of
+    ``tests/privacy/independent_rdp`` equals the ledger's, and the summary's group value is
+    the largest of its clients'."""
+    from tests.privacy import independent_rdp as ind
+    cfg = config.load(None, ['methods=["dp_fedavg", "gdpfed_plus"]', 'backend="fast"'])
+    exp = prepare(cfg)
+    for method in cfg.methods:
+        _, summary, ledger = run_method(exp, method, progress=False)
+        server = ledger.server_epsilons()
+        sigmas = exp.plans[method].noise_multipliers
+        for g, row in summary["privacy"]["groups"].items():
+            members = np.flatnonzero(ledger.groups == int(g))
+            top = members[np.argmax(ledger.participation[members])]
+            k = int(ledger.participation[top])
+            assert k == row["participations_max"] and k > 0
+            theirs = ind.epsilon(lambda a: k * ind.observed_gaussian_rdp(1.0, sigmas[int(g)], a),
+                                 1, ledger.delta)
+            assert server[top] == pytest.approx(theirs, rel=0.01) and server[top] <= theirs
+            assert row["server_epsilon"] == pytest.approx(server[members].max())
+            assert row["server_epsilon"] > row["realised_epsilon"]     # no amplification
+        assert summary["privacy"]["within_budget"]
+        assert summary["privacy"]["within_budget_server"] is False
+        assert "exceeded" in summary["privacy"]["guarantee"]["budget_met_against"]
+
+
+def test_server_drawn_noise_has_no_server_epsilon():
+    privacy, _ = _summary("gdpfed", noise_draw="group")
+    assert all("server_epsilon" not in g for g in privacy["groups"].values())
+    assert privacy["guarantee"]["observers"]["server"]["epsilon"] is None
+
+
+def test_tffs_adaptive_factory_is_reported_as_server_drawn():
+    """Issue 33 item 2: TFF's DifferentiallyPrivateFactory noises the server-placed sum."""
+    cfg = validate(from_mapping(dict(methods=["idp_fedavg"], rounds=2, num_clients=60,
+                                     expected_rate=0.2, local_steps=1, backend="tff",
+                                     adaptive_clipping="tff", test_examples=100)))
+    assert cfg.noise_draw == "client"
+    _, summary, _ = run_method(prepare(cfg), "idp_fedavg", progress=False)
+    g = summary["privacy"]["guarantee"]
+    assert g["trusted_server"] is True and g["noise_drawn_by"].startswith("the server")
+    assert all("server_epsilon" not in row for row in summary["privacy"]["groups"].values())
+    ours = _summary("idp_fedavg", adaptive_clipping="ours")[0]["guarantee"]
+    assert ours["trusted_server"] is False
+
+
+@pytest.mark.parametrize("method,valid", [("ms_pafl", False), ("ldp_fedavg", True)])
+def test_ms_pafl_is_not_covered_by_the_papers_bounds_and_gets_the_one_that_holds(method, valid):
+    """Issue 33 item 4: MS-PAFL's private half persists on the client, so the amplified
+    bounds do not cover it; the covering bound composes each client's uploads (z = sigma /
+    2C) over its participations without amplification."""
+    from tff_idp.privacy.gaussian_releases import composed_gaussian_epsilon
+    cfg = config.load(None, [
+        f'methods=["{method}"]', 'dataset="synthetic:adult"', 'model="logistic_nobias"',
+        "num_clients=40", "expected_rate=0.5", "rounds=3", "local_steps=5", "batch_size=5",
+        "local_epsilon=1.0", "local_delta=1e-4", "delta=1e-4", "budgets=[1.0]",
+        "group_ratios=[1.0]", 'partition="shards"', 'backend="fast"'])
+    _, summary, ledger = run_method(prepare(cfg), method, progress=False)
+    privacy = summary["privacy"]
+    assert privacy["guarantee"]["valid"] is valid
+    assert ("why_not_valid" in privacy["guarantee"]) is not valid
+    if not valid:
+        assert "private half" in privacy["guarantee"]["why_not_valid"]
+    z = privacy["local_noise_std"] / (2 * cfg.clip)
+    k = int(ledger.participation.max())
+    assert privacy["covering_epsilon_max"] == pytest.approx(
+        composed_gaussian_epsilon(k / z ** 2, cfg.local_delta))
+    # no amplification: never below the per-client RDP value that assumes it (WOR)
+    assert privacy["covering_epsilon_max"] >= privacy["client_epsilon_rdp_max"]

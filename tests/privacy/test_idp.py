@@ -111,3 +111,14 @@ def test_scale_clips(name):
         assert s.noise_multiplier * C / clip == pytest.approx(sigma_p)
         assert accounting.epsilon(sigma_p, q, T, delta) <= max(budgets)
     assert s.noise_multiplier == pytest.approx(np.mean(s.group_noise_multipliers))
+
+
+def test_sample_names_the_group_whose_budget_no_rate_meets(monkeypatch):
+    """Issue 33 item 5: when no rate above max_rate's floor fits a group at the shared sigma,
+    the refusal names that group and its budget (it used to say 'sampling_rate=0.0 is out of
+    range')."""
+    from tff_idp.privacy import idp
+    real = idp.max_rate
+    monkeypatch.setattr(idp, "max_rate", lambda z, e, *a, **k: 0.0 if e < 1 else real(z, e, *a, **k))
+    with pytest.raises(ValueError, match=r"group 0 \(budget 0.5\) cannot be met"):
+        idp.sample_rates([0.5, 3.0], [0.5, 0.5], 0.1, 40, 1e-3)

@@ -19,7 +19,13 @@ from .group_gaussian import GroupGaussianFactory
 
 class LocalGaussianFactory(GroupGaussianFactory):
     """Args: ``clip`` C, ``noise_stddev`` sigma (each client's), ``expected_cohort`` p N
-    (for the state only), ``checkin_normaliser`` nu (002 eq. 13)."""
+    (for the state only), ``checkin_normaliser`` nu (002 eq. 13).
+
+    A round nobody checked in to releases nothing and keeps the model (002 Alg. 1): each
+    upload is private on its own (local DP), and the guarantee that covers MS-PAFL
+    (``methods.mspafl``) composes a client's own uploads, not the check-in's secrecy."""
+
+    noise_in_empty_rounds = False
 
     def __init__(self, clip: float, noise_stddev: float, expected_cohort: float,
                  checkin_normaliser: float):

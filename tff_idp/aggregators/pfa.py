@@ -49,8 +49,9 @@ class PFAFactory(GroupGaussianFactory):
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  public_group: int = -1, projected_group: int = 0, rank: int = 1,
-                 public_noise: str = "full"):
-        super().__init__(clips, noise_stddevs, expected_cohorts, weights, None)
+                 public_noise: str = "full", noise_seed: int = 0):
+        super().__init__(clips, noise_stddevs, expected_cohorts, weights, None,
+                         noise_seed=noise_seed)
         # "full": every public client adds its group's whole noise (its row is seen alone);
         # "share": only its share of the group sum's noise, as in GDPFed's groups (a
         # diagnostic reading: the rows the server sees are then barely noised)

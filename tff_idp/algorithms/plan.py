@@ -62,6 +62,18 @@ class MethodPlan:
         """Per privacy group, (q_m, sigma_m) of one round, for the ledger."""
         return [(q, s) for q, s in zip(self.rates, self.noise_multipliers)]
 
+    def server_multipliers(self, cohort_sizes: Sequence[int]) -> List[float]:
+        """Per privacy group, the noise multiplier of what the server sees of one cohort
+        client in a round with ``cohort_sizes`` clients per privacy group (the ledger's
+        server-side account, ``tff_idp.privacy.ledger``): its group's sigma_m on the
+        securely aggregated sum; PFA's public rows under ``public_noise="share"``, seen one
+        by one, carry only the share sigma_m / sqrt(k_m) of the realised count k_m."""
+        out = list(self.noise_multipliers)
+        if self.public_group is not None and self.public_noise == "share":
+            g = self.public_group
+            out[g] = out[g] / math.sqrt(max(int(cohort_sizes[g]), 1))
+        return out
+
     @property
     def noise_multipliers_sq(self) -> List[float]:
         """sigma_m^2 per privacy group, the quantity the papers' tables report."""

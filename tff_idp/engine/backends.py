@@ -74,12 +74,15 @@ class TFFBackend:
         return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
 
     def step(self, batches, infos, rnd, personal=()):
+        """One round; with no client (``infos`` empty) the process runs on an empty cohort,
+        so the aggregator releases its noise (``loop``: empty rounds)."""
         data = self.datasets(batches)
         if self.program.personal:
             rows = [[p[k] for p in personal] for k in range(len(infos))]
             self.state, metrics, kept = self.process.next(self.state, data, infos, rows)
-            personal = [np.stack([np.asarray(c[j]) for c in kept])
-                        for j in range(len(self.program.personal))]
+            if infos:
+                personal = [np.stack([np.asarray(c[j]) for c in kept])
+                            for j in range(len(self.program.personal))]
         else:
             self.state, metrics = self.process.next(self.state, data, infos)
         agg = metrics.get("aggregator", {})
@@ -223,10 +226,12 @@ class FastBackend:
                 ys.reshape(len(examples), steps, bsz), ws.reshape(len(examples), steps, bsz))
 
     def step(self, batches, infos, rnd, personal=()):
-        data = [self._phase_arrays(b, ph, c)
+        """One round; with no client (``infos`` empty) the aggregator still runs on zero
+        sums and releases its noise (``loop``: empty rounds)."""
+        data = [self._phase_arrays(b, ph, c) if infos else None
                 for b, ph, c in zip(batches, self.program.phases, self.cached)]
-        groups = np.stack([i["group"] for i in infos]).astype(np.float32)
-        seeds = np.stack([i["seed"] for i in infos]).astype(np.int32)
+        groups = np.array([i["group"] for i in infos], np.float32).reshape(len(infos), self.m)
+        seeds = np.array([i["seed"] for i in infos], np.int32).reshape(len(infos), 2)
         counts = tf.constant(groups.sum(0), tf.float32)
         lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
@@ -241,17 +246,20 @@ class FastBackend:
             extra = e if extra is None else extra + e
             stats += s
             kept.append([r.numpy() for r in rows])
+        if sums is None:                  # no client: the aggregator noises zero sums
+            sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
+            extra = self.factory.client_extra_zeros(self._weights)
         update, _ = self.factory.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)
-        self.state = self.factory.state_update_math(self.state, stats[3])
+        self.state = self.factory.state_update_math(self.state, stats[3], counts)
         next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
         n = float(len(infos))
-        norm, clipped, loss, _ = (stats / n).numpy()
+        norm, clipped, loss, _ = (stats / n).numpy() if infos else (np.nan,) * 4
         return {"train_loss": float(loss), "clipped_fraction": float(clipped),
                 "mean_update_norm": float(norm),
                 "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
-            [np.concatenate(rows) for rows in zip(*kept)]
+            [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
 
 
 BACKENDS = {"tff": TFFBackend, "fast": FastBackend}

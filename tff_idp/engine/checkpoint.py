@@ -2,7 +2,7 @@
 
 ``checkpoint.npz`` (read with ``allow_pickle=False``: opening someone else's results folder
 runs no code) holds the backend's state arrays, the personal store, the ledger's
-participation counts and per-round mechanisms, and one JSON string: the run fingerprint, the
+participation counts, per-round mechanisms and per-client server-side precision, and one JSON string: the run fingerprint, the
 rounds done, the sampler's generator state, the rows so far and a SHA-256 over everything
 else. The ledger itself is rebuilt from the config and these counts, not stored as an object.
 
@@ -46,11 +46,13 @@ def _digest(arrays: Dict[str, np.ndarray], meta: dict) -> str:
 
 def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
                     backend: List[np.ndarray], personal: List[np.ndarray], rng_state: dict,
-                    participation: np.ndarray, history: List, rows: List[dict]) -> None:
+                    participation: np.ndarray, history: List, rows: List[dict],
+                    server_precision: np.ndarray) -> None:
     arrays = {f"backend_{i}": np.asarray(a) for i, a in enumerate(backend)}
     arrays.update({f"personal_{i}": np.asarray(a) for i, a in enumerate(personal)})
     arrays["participation"] = np.asarray(participation, np.int64)
     arrays["history"] = np.asarray(history, np.float64)     # [rounds, groups, (q, sigma)]
+    arrays["server_precision"] = np.asarray(server_precision, np.float64)
     meta = {"fingerprint": fingerprint, "rounds_done": int(rounds_done),
             "backend": len(backend), "personal": len(personal), "rng": rng_state,
             "rows": rows}
@@ -70,7 +72,7 @@ def _set_aside(path: Path, why: str) -> None:
 def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     """The checkpoint in ``folder`` made with ``fingerprint``, or None (none there, or one
     set aside: unreadable, checksum failed, another config). Returns {"rounds_done",
-    "backend", "personal", "rng", "participation", "history", "rows"}."""
+    "backend", "personal", "rng", "participation", "history", "rows", "server_precision"}."""
     if folder is None:
         return None
     folder = Path(folder)
@@ -100,4 +102,5 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
             "backend": [arrays[f"backend_{i}"] for i in range(meta["backend"])],
             "personal": [arrays[f"personal_{i}"] for i in range(meta["personal"])],
             "rng": meta["rng"], "participation": arrays["participation"],
-            "history": arrays["history"].tolist(), "rows": meta["rows"]}
+            "history": arrays["history"].tolist(), "rows": meta["rows"],
+            "server_precision": arrays["server_precision"]}

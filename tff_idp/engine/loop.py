@@ -8,8 +8,11 @@ examples of each local phase in training order (``client_examples``: permutation
 the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round (client work,
 clip and noise of the shared part, aggregation, server update), write the personal rows
 back, evaluate (``evaluation``: the global model, or each client's own model), record the
-round in the ledger. A round whose cohort is empty (possible with Poisson sampling) leaves
-the model and every personal part as they are and is recorded with ``cohort`` 0.
+round in the ledger. A round whose cohort is empty (possible with Poisson sampling) still
+runs through the backend's aggregator, which releases every private group's noise on zero
+sums (``GroupGaussianFactory``; an un-noised empty round would leak whether the target client
+was sampled); personal parts stay as they are, and the round is recorded with ``cohort`` 0.
+An aggregator with ``noise_in_empty_rounds = False`` (local DP, MS-PAFL) keeps the model.
 """
 from __future__ import annotations
 
@@ -121,6 +124,8 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
             tf.TensorSpec([batch_dim], tf.int32))
     runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program)
+    # TFF's DP factory noises a zero sum too; a local-DP aggregator keeps the model
+    runner.noise_in_empty_rounds = getattr(factory, "noise_in_empty_rounds", True)
     return runner, program, w0
 
 
@@ -151,6 +156,9 @@ def check_methods(exp: Experiment) -> None:
 # made with another order are not taken as complete. 1: tf.data shuffles (sessions 1-2);
 # 2: numpy permutations shared by both backends
 DATA_ORDER_VERSION = 2
+# what a round releases; part of every run fingerprint. 1: an empty group or cohort released
+# nothing (sessions 1-16); 2: it releases its noise (GroupGaussianFactory, empty rounds)
+RELEASE_VERSION = 2
 
 
 def client_example_order(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
@@ -226,7 +234,8 @@ def run_fingerprint(cfg, method: str) -> str:
     version = plan_version(cfg, method)
     if version:
         keys["plan_version"] = version
-    return hashlib.sha256(json.dumps([method, keys, DATA_ORDER_VERSION], sort_keys=True,
+    return hashlib.sha256(json.dumps([method, keys, DATA_ORDER_VERSION, RELEASE_VERSION],
+                                     sort_keys=True,
                                      default=str).encode()).hexdigest()[:16]
 
 
@@ -274,6 +283,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         rng.bit_generator.state = resumed["rng"]
         ledger.participation = np.asarray(resumed["participation"], dtype=int)
         ledger.history = [[tuple(g) for g in r] for r in resumed["history"]]
+        ledger.server_precision = np.asarray(resumed["server_precision"], dtype=float)
         rows, start = resumed["rows"], resumed["rounds_done"]
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
                disable=not progress, leave=False, initial=start, total=cfg.rounds)
@@ -347,10 +357,13 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
         measurements = {}
-        if ids:                          # an empty cohort leaves everything as it is
+        if ids or runner.noise_in_empty_rounds:     # module docstring: empty rounds
             measurements, kept = runner.step(batches, infos, rnd, store.gather(ids))
             store.scatter(ids, kept)
-        ledger.record_round(plan.round_mechanisms(), ids)
+            if not ids:                  # nothing trained: no loss or clipping to show
+                measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
+        ledger.record_round(plan.round_mechanisms(), ids,
+                            plan.server_multipliers([len(c) for c in cohort]))
         seconds = time.perf_counter() - t0
         row = {"round": rnd + 1, "cohort": len(ids),
                "cohort_per_group": "/".join(str(len(c)) for c in cohort),
@@ -379,7 +392,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
         if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
             save_checkpoint(Path(checkpoint_dir), fingerprint, rnd + 1, runner.snapshot(),
                             store.snapshot(), rng.bit_generator.state, ledger.participation,
-                            ledger.history, rows)
+                            ledger.history, rows, ledger.server_precision)
         if on_round is not None:
             on_round(row)
         if stop.signum is not None and rnd + 1 < cfg.rounds:

@@ -128,8 +128,20 @@ class Method:
         if not plan.private:
             return {"private": False}
         from ..privacy.threat_model import guarantee
-        return {**ledger.summary(), "guarantee": guarantee(
-            cfg.sampling, cfg.noise_draw, plan.accounting_gap, plan.observed_groups)}
+        spent = ledger.summary()
+        draw = self.noise_drawn_by(cfg)
+        if draw != "client":          # no guarantee against the server: no number for it
+            spent["groups"] = {g: {k: v for k, v in row.items() if k != "server_epsilon"}
+                               for g, row in spent["groups"].items()}
+            spent.pop("within_budget_server")
+        return {**spent, "guarantee": guarantee(
+            cfg.sampling, draw, plan.accounting_gap, plan.observed_groups,
+            spent["within_budget"], spent.get("within_budget_server"))}
+
+    def noise_drawn_by(self, cfg) -> str:
+        """Who draws the noise the server's sums carry: ``"client"`` (each its share, Alg. 1
+        line 13) or ``"group"`` (the server): the config's ``noise_draw``."""
+        return cfg.noise_draw
 
     # --- the round's pieces (TF objects, built by the engine) -----------------------------
 

@@ -75,6 +75,11 @@ class IDPFedAvg(_Individualized):
                                       idp.ADAPTIVE_LEARNING_RATE),
             noise_draw=cfg.noise_draw, noise_seed=noise_seed)
 
+    def noise_drawn_by(self, cfg):
+        """TFF's ``DifferentiallyPrivateFactory`` adds its noise to the server-placed sum:
+        server-drawn whatever ``noise_draw`` says."""
+        return "group" if cfg.adaptive_clipping == "tff" else cfg.noise_draw
+
     def summary_extras(self, plan, cfg):
         return {"clipped_count_stddev": idp.clipped_count_stddev(
             float(plan.noise_multipliers[0]), float(plan.expected_cohorts[0])),

@@ -29,6 +29,15 @@ total delta, Theorem 3 per client) beside an RDP value of the same per-client me
 subsampling), with a flag where Theorem 3 is below the RDP value. The ledger's per-client
 epsilon is the client-level reading of the check-in (Poisson sampling of clients, z =
 sigma / C), for comparison; budgets are not checked against it.
+
+The paper's bounds and the RDP cross-check assume a round's upload depends on that round's
+subsample only. MS-PAFL's private half is trained on earlier subsamples and stays on the
+client, so earlier records feed later uploads and neither local subsampling nor check-in
+amplifies them: ``ms_pafl``'s summary says ``valid: false`` with the reason, and gives the
+bound that does hold, ``covering_epsilon_max``: every upload is a Gaussian release of a
+clipped model (any two lie 2C apart, noise sigma), composed over the client's
+participations without amplification (against the server and everyone else alike).
+``ldp_fedavg`` keeps nothing between rounds and stays ``valid: true``.
 """
 from __future__ import annotations
 
@@ -37,7 +46,14 @@ import numpy as np
 
 from ..algorithms.plan import MethodPlan
 from ..privacy import mspafl
+from ..privacy.gaussian_releases import composed_gaussian_epsilon
 from .base import Method
+
+PERSISTENT_STATE_GAP = (
+    "the private half of the model is trained on earlier rounds' subsamples and stays on the "
+    "client, so a round's upload depends on earlier records too: amplification by local "
+    "subsampling and by check-in (Cor. 1, Thm. 4, Thm. 3 and the RDP cross-check) does not "
+    "cover it; covering_epsilon_max is the bound that holds")
 
 
 class MSPAFL(Method):
@@ -54,6 +70,14 @@ class MSPAFL(Method):
         if cfg.local_epsilon is None:
             yield ("local_epsilon", cfg.local_epsilon, f"{self.name} needs eps_l, the local "
                    "budget of each upload (Lemma 1)")
+        elif (isinstance(cfg.local_epsilon, (int, float)) and 0 < cfg.local_epsilon
+              and isinstance(cfg.local_delta, float) and 0 < cfg.local_delta < 1
+              and mspafl.lemma1_delta(cfg.local_epsilon, cfg.local_delta) > cfg.local_delta):
+            yield ("local_epsilon", cfg.local_epsilon, "Lemma 1's sigma is (eps_l, "
+                   f"delta_l)-DP only up to eps_l = "
+                   f"{mspafl.lemma1_max_epsilon(cfg.local_delta):.3g} at local_delta="
+                   f"{cfg.local_delta:g} (exact delta here "
+                   f"{mspafl.lemma1_delta(cfg.local_epsilon, cfg.local_delta):.2g})")
         if cfg.noise_draw != "client":
             yield ("noise_draw", cfg.noise_draw, f"{self.name} is local DP: each client draws "
                    "its own noise; use 'client'")
@@ -125,6 +149,8 @@ class MSPAFL(Method):
                              if q < 1 else np.inf for q in qs])
         rdp_values = self._rdp(sizes, ledger.participation, sigma, cfg)
         groups = ledger.summary()["groups"]
+        covering = self.covering_epsilons(ledger.participation, sigma, cfg)
+        persistent = self.split_spec(cfg) != "none"    # a private part kept between rounds
         out = {
             "local_epsilon": eps_l, "local_delta": delta_l, "local_noise_std": sigma,
             "data_sampling": mode, "subsample_rate_mean": float(qs.mean()),
@@ -138,18 +164,32 @@ class MSPAFL(Method):
                 "reading": "client level, for comparison: the check-in as Poisson sampling of "
                            "clients (add/remove one client, z = sigma / C; the realised count "
                            "of eq. 13 is not covered)"},
-            "table_epsilon": f"{eps_global:.3g} (Thm 4, delta {delta_global:.2g})",
+            "covering_epsilon_max": float(covering.max()),
+            "covering_delta": delta_l,
+            "covering_bound": "per client: its uploads as Gaussian releases (replace one "
+                              "record, sensitivity 2C, the full sigma), composed over its "
+                              f"participations without amplification ({cfg.accountant})",
+            "table_epsilon": f"{eps_global:.3g} (Thm 4, delta {delta_global:.2g})"
+                             + ("; not covering the private half" if persistent else ""),
+            "server_epsilon_text": f"{covering.max():.3g} (no amplification, delta "
+                                   f"{delta_l:.2g})",
             "guarantee": {
                 "neighbouring_relation": "replace one record of one client's data",
                 "noise_drawn_by": "each client, the full sigma on its own upload (local DP, "
                                   "002 eq. 12)",
                 "trusted_server": False,
                 "protects_against": "the server and everyone who sees an upload or the model",
-                "valid": True,
+                "observers": {"server_and_model_viewers": {
+                    "epsilon": "covering_epsilon_max",
+                    "neighbouring_relation": "replace one record of one client's data",
+                    "accounting": "each upload a Gaussian release, no amplification"}},
+                "valid": not persistent,
                 "bounds": "the paper's closed forms (Cor. 1, Thm. 4, Thm. 3), reported as "
                           "printed; Theorem 3 is the paper's formula, not a guarantee",
             },
         }
+        if persistent:
+            out["guarantee"]["why_not_valid"] = PERSISTENT_STATE_GAP
         if rdp_values is None:
             out["client_epsilon_rdp"] = mspafl.WR_NO_ACCOUNTANT
         else:
@@ -161,6 +201,19 @@ class MSPAFL(Method):
                     f"Theorem 3 is below the RDP value of the same mechanism for "
                     f"{int(below.sum())} of {n} clients: it does not bound their loss")
         return out
+
+    @staticmethod
+    def covering_epsilons(participations, sigma, cfg):
+        """Per client, the epsilon at delta_l of its uploads composed without amplification:
+        each a Gaussian mechanism with replace-one sensitivity 2C (two clipped models lie at
+        most 2C apart, 002 eq. C.3) and noise std sigma, so multiplier z = sigma / (2C) and
+        precision k / z^2 after k participations
+        (:func:`tff_idp.privacy.gaussian_releases.composed_gaussian_epsilon`)."""
+        z = sigma / (2.0 * cfg.clip)
+        counts = np.asarray(participations, dtype=int)
+        values = {k: composed_gaussian_epsilon(k / z ** 2, cfg.local_delta, cfg.accountant)
+                  for k in np.unique(counts).tolist()}
+        return np.array([values[k] for k in counts.tolist()])
 
     @staticmethod
     def _rdp(sizes, participations, sigma, cfg):

@@ -26,4 +26,4 @@ class PFA(Method):
         from ..aggregators import PFAFactory
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
                           public_group=plan.public_group, projected_group=plan.projected_group,
-                          public_noise=plan.public_noise)
+                          public_noise=plan.public_noise, noise_seed=noise_seed)

@@ -178,6 +178,13 @@ def sample_rates(budgets: Sequence[float], ratios: Sequence[float], expected_rat
         log_sigma = optimize.brentq(full, lo, hi, xtol=xtol)
     z = math.exp(log_sigma)
     rates = [max_rate(z, e, rounds, delta, accountant) for e in budgets]
+    for g, (e, q) in enumerate(zip(budgets, rates)):
+        if q <= 0:                          # max_rate's floor: not even q = 1e-7 fits
+            raise ValueError(
+                f"group {g} (budget {e:g}) cannot be met: at the shared sigma {z:.3g} that "
+                f"gives mean rate {expected_rate:g}, even a rate of 1e-7 spends more than "
+                f"{e:g} in {rounds} rounds at delta {delta:.3g}; raise its budget or "
+                "expected_rate, or lower rounds")
     mean = float(np.dot(ratios, rates))
     if abs(mean - expected_rate) > rate_tolerance * expected_rate * 10:
         raise ValueError(f"SAMPLE calibration missed expected_rate={expected_rate} "

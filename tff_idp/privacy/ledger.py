@@ -10,6 +10,14 @@ kept beside it for inspection.
 
 Clients with identical event histories share one accountant computation, so a ledger over
 thousands of clients costs as much as one per distinct history (usually one per group).
+
+Two observers (``tff_idp.privacy.threat_model``): the epsilons above hold against those who
+see the released models, for whom the cohort is secret. The server drew the cohort, so
+against it the ledger keeps a second account per client: the Gaussian releases of the rounds
+the client actually took part in, composed without amplification
+(``tff_idp.privacy.gaussian_releases``; ``server_precision`` = sum over those rounds of
+1 / sigma^2, zero-out neighbours, sensitivity C). It is a guarantee against the server only
+where the noise is drawn by the clients and summed under secure aggregation.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import accounting
+from .gaussian_releases import composed_gaussian_epsilon
 
 # A round's mechanism for one client: (sampling_rate, noise_multiplier).
 RoundMechanism = tuple
@@ -44,6 +53,8 @@ class PrivacyLedger:
         self.budgets = np.asarray(self.budgets, dtype=float)
         self.groups = np.asarray(self.groups, dtype=int)
         self.participation = np.zeros(len(self.budgets), dtype=int)
+        # per client: sum of 1 / sigma^2 over the rounds it took part in (the server's view)
+        self.server_precision = np.zeros(len(self.budgets), dtype=float)
         self.history: List[List[RoundMechanism]] = []   # per round: mechanism per group
 
     @property
@@ -51,10 +62,20 @@ class PrivacyLedger:
         return len(self.history)
 
     def record_round(self, group_mechanisms: Sequence[RoundMechanism],
-                     participants: Sequence[int]) -> None:
-        """Record one round: ``group_mechanisms[m] = (q_m, sigma_m)``, cohort client ids."""
+                     participants: Sequence[int],
+                     server_multipliers: Optional[Sequence[float]] = None) -> None:
+        """Record one round: ``group_mechanisms[m] = (q_m, sigma_m)``, cohort client ids,
+        and per group the multiplier of what the server sees of one of them (default
+        sigma_m: the group's noise on the securely aggregated sum;
+        ``MethodPlan.server_multipliers``)."""
         self.history.append([tuple(map(float, g)) for g in group_mechanisms])
-        np.add.at(self.participation, np.asarray(participants, dtype=int), 1)
+        ids = np.asarray(participants, dtype=int)
+        np.add.at(self.participation, ids, 1)
+        if server_multipliers is None:
+            server_multipliers = [g[1] for g in self.history[-1]]
+        sigmas = np.asarray(server_multipliers, dtype=float)[self.groups[ids]]
+        with np.errstate(divide="ignore"):          # an un-noised release: infinite precision
+            np.add.at(self.server_precision, ids, 1.0 / sigmas ** 2)
 
     def _epsilon_of_history(self, history: Sequence[RoundMechanism], group: int) -> float:
         if not history:
@@ -91,6 +112,15 @@ class PrivacyLedger:
         per_group = self.group_epsilons()
         return np.array([per_group[g] for g in self.groups])
 
+    def server_epsilons(self) -> np.ndarray:
+        """Per client: epsilon against the server (module docstring), with the run's
+        accountant at the run's delta; clients with equal precision share one computation."""
+        out = np.zeros(len(self.budgets))
+        for value in np.unique(self.server_precision):
+            out[self.server_precision == value] = composed_gaussian_epsilon(
+                float(value), self.delta, self.accountant)
+        return out
+
     def check_plan(self, planned: List[List[RoundMechanism]], slack: float = 1e-6) -> Dict[int, float]:
         """Refuse (BudgetExceededError) a plan whose spending exceeds any client's budget."""
         spent = self.group_epsilons(planned)
@@ -105,7 +135,11 @@ class PrivacyLedger:
         return spent
 
     def summary(self) -> dict:
-        eps = self.client_epsilons()
+        """Per group: ``realised_epsilon`` (against those who see the released models: the
+        largest of its clients'), ``server_epsilon`` (against the server: the largest of its
+        clients', :meth:`server_epsilons`) and the participation counts; ``within_budget``
+        and ``within_budget_server`` over every client."""
+        eps, server = self.client_epsilons(), self.server_epsilons()
         groups = {}
         for g in sorted(set(self.groups.tolist())):
             mask = self.groups == g
@@ -113,16 +147,20 @@ class PrivacyLedger:
                 "clients": int(mask.sum()),
                 "budget": float(self.budgets[mask].min()),
                 "realised_epsilon": float(eps[mask].max()),
+                "server_epsilon": float(server[mask].max()),
                 "participations_mean": float(self.participation[mask].mean()),
                 "participations_max": int(self.participation[mask].max()),
             }
+        slack = self.budgets * (1 + 1e-6)
         return {"rounds": self.rounds, "delta": self.delta, "accountant": self.accountant,
                 "sampling": self.sampling, "observed_groups": list(self.observed_groups),
-                "within_budget": bool(np.all(eps <= self.budgets * (1 + 1e-6))),
+                "within_budget": bool(np.all(eps <= slack)),
+                "within_budget_server": bool(np.all(server <= slack)),
                 "groups": groups}
 
     def client_rows(self):
-        eps = self.client_epsilons()
+        eps, server = self.client_epsilons(), self.server_epsilons()
         for i in range(len(self.budgets)):
             yield {"client": i, "group": int(self.groups[i]), "budget": float(self.budgets[i]),
-                   "participations": int(self.participation[i]), "epsilon": float(eps[i])}
+                   "participations": int(self.participation[i]), "epsilon": float(eps[i]),
+                   "server_epsilon": float(server[i])}

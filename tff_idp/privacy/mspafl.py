@@ -29,10 +29,37 @@ import dp_accounting
 import numpy as np
 from dp_accounting import rdp
 
+from scipy import optimize
+
 from .accounting import _check
+from .gaussian_releases import exact_gaussian_delta
 
 Rates = Union[float, Sequence[float]]
 DATA_SAMPLINGS = ("wor", "wr")
+
+
+def lemma1_delta(eps_l: float, delta_l: float) -> float:
+    """The exact delta at ``eps_l`` of the Gaussian mechanism that Lemma 1 calibrates for
+    (eps_l, delta_l): its sensitivity / noise ratio is mu = eps_l / sqrt(2 ln(1.25 /
+    delta_l)) whatever the sensitivity, and Balle & Wang's exact profile
+    (:func:`tff_idp.privacy.gaussian_releases.exact_gaussian_delta`) gives the delta.
+    Dwork & Roth's Thm 3.22 proves Lemma 1 for eps_l < 1 only; at delta_l = 1e-4 it still
+    holds up to eps_l = 7.99 and fails above (eps_l = 10: 2.7e-4)."""
+    _check("eps_l", eps_l, 0.0)
+    _check("delta_l", delta_l, 0.0, 1.0)
+    return exact_gaussian_delta(eps_l, eps_l / math.sqrt(2.0 * math.log(1.25 / delta_l)))
+
+
+def lemma1_max_epsilon(delta_l: float) -> float:
+    """The largest eps_l for which Lemma 1's sigma gives (eps_l, delta_l)-DP
+    (:func:`lemma1_delta` <= delta_l; it holds on (0, 1] by Dwork & Roth Thm 3.22 and
+    breaks once, here found by bisection)."""
+    _check("delta_l", delta_l, 0.0, 1.0)
+    low, high = 1.0, 2.0
+    while lemma1_delta(high, delta_l) <= delta_l:
+        low, high = high, 2 * high
+    return float(optimize.brentq(lambda e: lemma1_delta(e, delta_l) - delta_l, low, high,
+                                 xtol=1e-9))
 
 
 def local_noise_std(eps_l: float, delta_l: float, clip: float,
@@ -48,6 +75,10 @@ def local_noise_std(eps_l: float, delta_l: float, clip: float,
     _check("sensitivity_factor", sensitivity_factor, 0.0)
     if delta_l >= 1.0:
         raise ValueError(f"delta_l={delta_l!r} is out of range")
+    if lemma1_delta(eps_l, delta_l) > delta_l:
+        raise ValueError(f"eps_l={eps_l!r}: Lemma 1's sigma is not (eps_l, delta_l)-DP above "
+                         f"eps_l = {lemma1_max_epsilon(delta_l):.3g} at delta_l={delta_l:g} "
+                         f"(its exact delta here is {lemma1_delta(eps_l, delta_l):.2g})")
     return sensitivity_factor * clip * math.sqrt(2.0 * math.log(1.25 / delta_l)) / eps_l
 
 

@@ -1,21 +1,28 @@
-"""What a run's reported epsilon is a guarantee *of*: the neighbouring relation, who draws the
-noise, whom it protects against, and whether the ledger's accounting covers every release.
+"""What a run's reported epsilons are guarantees *of*: the neighbouring relation, who draws the
+noise, and, for each of two observers, what holds against it.
 
 Every run summary carries this next to the ledger's numbers (``privacy.guarantee``), so a
 reader never has to infer the trust model from the config:
 
-- ``sampling="poisson"``: add/remove-one client (sensitivity C of a clipped sum).
-- ``sampling="fixed"``: replace-one client (sensitivity 2C; the accounting halves the noise
-  multiplier, :func:`tff_idp.privacy.accounting.round_event`).
-- ``noise_draw="client"`` (GDPFed Alg. 1 line 13): each client adds its share of the group
-  noise before anything leaves it; with secure aggregation the server sees only noised group
-  sums, so the guarantee holds against an honest-but-curious server.
-- ``noise_draw="group"``: the server draws each group sum's noise. The released model has the
-  same distribution (a simulation's numbers are unaffected), but the server could subtract
-  what it drew: the guarantee holds only against those who see the released model, with a
-  trusted server (``trusted_server: true``).
+- **Those who see the released models** (``observers.model_viewers``): the ledger's
+  ``realised_epsilon`` per group. The cohort is secret from them, so it rests on
+  amplification by sampling. ``sampling="poisson"``: add/remove-one client (sensitivity C of
+  a clipped sum); ``sampling="fixed"``: replace-one client (sensitivity 2C; the accounting
+  halves the noise multiplier, :func:`tff_idp.privacy.accounting.round_event`).
+- **The server** (``observers.server``): it draws the cohort, so no amplification holds
+  against it. With ``noise_draw="client"`` (GDPFed Alg. 1 line 13) each client adds its share
+  of its group's noise before anything leaves it and, under secure aggregation, the server
+  sees only noised group sums: each round a client took part in is a Gaussian release of its
+  clipped update (zero-out neighbour, sensitivity C, its group's sigma), composed over those
+  rounds: the ledger's ``server_epsilon`` per group (the largest of its clients'). With
+  ``noise_draw="group"`` the server draws the noise and can subtract it: no guarantee against
+  it (``trusted_server: true``).
 - A plan with an ``accounting_gap`` (PFA with ``pfa_accounting="paper"``: the public clients'
   individually noised rows) has ``valid: false`` and the reason.
+
+The budgets are checked against the model viewers' epsilon; the server's usually exceeds them
+(one participation of a default-run DP-FedAvg client already costs 0.78 by RDP), which the
+summary's ``budget_met_against`` says in words.
 """
 from __future__ import annotations
 
@@ -23,26 +30,46 @@ from typing import Optional, Sequence
 
 RELATIONS = {"poisson": "add/remove one client (the clipped sum moves by at most C)",
              "fixed": "replace one client (the clipped sum moves by up to 2C)"}
+SERVER_RELATION = ("zero-out one client's clipped update in each round it took part in "
+                   "(sensitivity C); the server knows the cohort, so no amplification")
+NOISE_DRAWS = ("client", "group")
 
 
 def guarantee(sampling: str, noise_draw: str, accounting_gap: Optional[str] = None,
-              observed_groups: Sequence[int] = ()) -> dict:
-    """The ``privacy.guarantee`` block of a run summary (see the module docstring)."""
+              observed_groups: Sequence[int] = (), within_budget: Optional[bool] = None,
+              within_budget_server: Optional[bool] = None) -> dict:
+    """The ``privacy.guarantee`` block of a run summary (see the module docstring).
+    ``noise_draw``: who drew the noise that reached the server's sums, ``"client"`` or
+    ``"group"`` (the server); ``within_budget`` / ``within_budget_server``: the ledger's
+    checks of each observer's epsilon against every client's budget."""
     if sampling not in RELATIONS:
         raise ValueError(f"sampling={sampling!r} is not one of {sorted(RELATIONS)}")
+    if noise_draw not in NOISE_DRAWS:
+        raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
+    viewers = {"epsilon": "groups.<g>.realised_epsilon",
+               "neighbouring_relation": RELATIONS[sampling],
+               "accounting": "amplified by the sampling of clients, which is secret from them"}
     if noise_draw == "client":
         drawn_by = "each client, its share of its group's noise (GDPFed Alg. 1 line 13)"
-        against = ("an honest-but-curious server that sees only the noised group sums "
-                   "(secure aggregation), and everyone who sees the released model")
-    elif noise_draw == "group":
-        drawn_by = "the server, once per group sum"
-        against = ("those who see the released model only: the server drew the noise and "
-                   "can remove it")
+        server = {"epsilon": "groups.<g>.server_epsilon (the largest of the group's clients')",
+                  "neighbouring_relation": SERVER_RELATION,
+                  "accounting": "the Gaussian releases of the rounds the client took part in, "
+                                "composed without amplification, under secure aggregation"}
+        against = ("those who see the released models (realised_epsilon) and, with the "
+                   "larger server_epsilon, an honest-but-curious server that sees only the "
+                   "securely aggregated noised group sums")
     else:
-        raise ValueError(f"noise_draw={noise_draw!r} is not 'client' or 'group'")
+        drawn_by = "the server, once per group sum"
+        server = {"epsilon": None, "why": "the server drew the noise and can remove it: no "
+                  "guarantee against the server"}
+        against = "those who see the released models only (a trusted server)"
     out = {"neighbouring_relation": RELATIONS[sampling], "noise_drawn_by": drawn_by,
            "trusted_server": noise_draw == "group", "protects_against": against,
+           "observers": {"model_viewers": viewers, "server": server},
            "valid": accounting_gap is None}
+    if within_budget is not None:
+        out["budget_met_against"] = budget_met_against(
+            within_budget, within_budget_server if noise_draw == "client" else None)
     if observed_groups:
         out["observed_groups"] = ("privacy groups " + ", ".join(map(str, observed_groups)) +
                                   ": each client's noised update is seen by the server on "
@@ -52,3 +79,16 @@ def guarantee(sampling: str, noise_draw: str, accounting_gap: Optional[str] = No
     if accounting_gap is not None:
         out["why_not_valid"] = accounting_gap
     return out
+
+
+def budget_met_against(viewers: bool, server: Optional[bool]) -> str:
+    """In words, which observer every client's budget is met against."""
+    if viewers and server:
+        return "both: those who see the released models and the server"
+    if viewers:
+        return ("those who see the released models only" +
+                ("" if server is None else "; against the server the budget is exceeded "
+                 "(groups.<g>.server_epsilon)"))
+    if server:
+        return "the server only; exceeded against those who see the released models"
+    return "neither observer"
