@@ -3,6 +3,7 @@ import os
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tff_idp  # noqa: E402,F401  (oneDNN on before any test imports TensorFlow)
 
 
 @pytest.fixture(scope="session", autouse=True)

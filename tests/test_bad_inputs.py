@@ -31,6 +31,7 @@ BAD = [
     (["--set", "methods=[\"idp_sample\"]", "--set", "sampling=\"fixed\""],
      "sampling='fixed': idp_sample calibrates for Poisson sampling"),
     (["--set", "pfa_accounting=\"exact\""], "pfa_accounting='exact'"),
+    (["--set", "pfa_projection=\"rows\""], "pfa_projection='rows': must be 'per-layer' or 'global'"),
     # a NaN noise multiplier used to hang the budget check inside the RDP accountant
     (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
     (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
@@ -54,6 +55,16 @@ BAD = [
     # rates only mean something to the methods that take them
     (["--set", "methods=[\"gdpfed\"]", "--set", "rates=[0.1, 0.1, 0.1]"],
      "rates=[0.1, 0.1, 0.1]: method 'gdpfed' does not take per-group rates"),
+    # issue 32: per-group rates of the wrong length, out of range, or overspending a budget
+    (["--set", "methods=[\"gdpfed_plus\"]", "--set", "rates=[0.1, 0.1]"],
+     "rates=[0.1, 0.1]: needs 3 entries, one per group"),
+    (["--set", "methods=[\"gdpfed_plus\"]", "--set", "rates=[0.0, 0.1, 0.1]"],
+     "rates=[0.0, 0.1, 0.1]: every rate must be in (0, 1]"),
+    (["--set", "methods=[\"gdpfed_plus\"]", "--set", "rates=[1.5, 0.1, 0.1]"],
+     "rates=[1.5, 0.1, 0.1]: every rate must be in (0, 1]"),
+    (["--set", "methods=[\"gdpfed_plus\"]", "--set", "rates=[0.5, 0.5, 0.5]", "--set",
+      "noise_multipliers=[1.0, 1.0, 1.0]"],
+     "methods='gdpfed_plus': planned epsilon 19.2 for group 0 exceeds its budget 0.5"),
     # MS-PAFL (paper 002)
     (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
     (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),

@@ -91,6 +91,10 @@ class ExperimentConfig:
     # PFA's public clients add their group's "full" noise (their rows are seen one by one) or
     # only their "share" of the group sum's (a diagnostic reading, not private: see README)
     pfa_public_noise: str = "full"
+    # PFA's projection of the private mean around the public mean: "per-layer" (each model
+    # tensor its own rank-1 subspace, as the original code does) or "global" (one subspace of
+    # the whole update)
+    pfa_projection: str = "per-layer"
     # the personal part of the model, kept by each client (tff_idp.models.split): "none",
     # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
     # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
@@ -302,6 +306,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("noise_draw", cfg.noise_draw, "must be 'client' or 'group'")
     if cfg.pfa_accounting not in ("paper", "per-row"):
         _fail("pfa_accounting", cfg.pfa_accounting, "must be 'paper' or 'per-row'")
+    if cfg.pfa_projection not in ("per-layer", "global"):
+        _fail("pfa_projection", cfg.pfa_projection, "must be 'per-layer' or 'global'")
     if cfg.pfa_public_noise not in ("full", "share"):
         _fail("pfa_public_noise", cfg.pfa_public_noise, "must be 'full' or 'share'")
     if cfg.pfa_public_noise == "share" and cfg.pfa_accounting != "paper":

@@ -53,7 +53,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
-                              "missing": [], "flops": 0.0, "not_covered": set()})
+                              "missing": [], "flops": 0.0, "not_covered": set(),
+                              "observers": []})
         if not unit_complete(u):
             c["missing"].append(u.label)
             continue
@@ -68,12 +69,40 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         guarantee = s.get("privacy", {}).get("guarantee", {})
         if guarantee.get("valid") is False:
             c["not_covered"].add(guarantee.get("why_not_valid", "not covered by the ledger"))
+        if s.get("privacy", {}).get("groups"):
+            c["observers"].append(s["privacy"])
         metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
         with open(u.folder / "metrics.csv") as f:
             c["curves"].append([100.0 * float(r[metric]) if r.get(metric)
                                 not in (None, "", "nan") else math.nan
                                 for r in csv.DictReader(f)])
     return cells
+
+
+def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
+    """Per cell with a ledger, each observer's epsilon per group, the largest over its
+    complete runs (``tff_idp.privacy.threat_model``): those who see the released models
+    (amplified, what the budgets are checked against) and the server (no amplification;
+    none where the server drew the noise)."""
+    out = []
+    for (ds, col, method), c in cells.items():
+        if not c["observers"]:
+            continue
+        groups = sorted(c["observers"][0]["groups"], key=int)
+        worst = lambda key: [max(p["groups"][g].get(key, math.nan) for p in c["observers"])
+                             for g in groups]
+        server = worst("server_epsilon")
+        out.append({
+            "dataset": ds, "column": col or "", "method": method,
+            "budgets": " / ".join(f"{c['observers'][0]['groups'][g]['budget']:g}"
+                                  for g in groups),
+            "eps_model_viewers": " / ".join(f"{e:.3g}" for e in worst("realised_epsilon")),
+            "eps_server": "none (server-drawn noise)" if any(math.isnan(e) for e in server)
+            else " / ".join(f"{e:.3g}" for e in server),
+            "budgets_met_against": "; ".join(sorted({
+                p["guarantee"].get("budget_met_against", "") for p in c["observers"]}))
+            + (" †" if c["not_covered"] else "")})
+    return out
 
 
 def _fmt_cell(mean, std, paper, seeds: int = 2) -> str:
@@ -390,6 +419,16 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         if missing:
             md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
                    (" ..." if len(missing) > 20 else ""), ""]
+        privacy = observer_rows(cells)
+        if privacy:
+            md += ["## Privacy, by observer", "",
+                   "Epsilon per privacy group at the run's delta, the largest over the seeds. "
+                   "Model viewers: add/remove (or replace) one client, amplified by the "
+                   "sampling of clients, which is secret from them; the budgets are checked "
+                   "against this one. Server: the largest client's composition of its "
+                   "participations' Gaussian releases, without amplification (the server "
+                   "draws the cohort), under secure aggregation of client-drawn noise.", "",
+                   _markdown(list(privacy[0]), [list(r.values()) for r in privacy]), ""]
         md += ["## Cost", ""] + cost_lines(spec, cells, scale)
         if "convergence" in spec.figures:
             p = plot_convergence(spec, cells, out / "convergence.png", scale)

@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import re
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -284,7 +285,7 @@ def _train_all(exp, args) -> int:
     print(title)
     print(format_table(table_rows, list(table_rows[0].keys())))
     if any(r[EPS_VIEWERS] != "-" for r in table_rows):
-        print(OBSERVERS_LEGEND)
+        print(textwrap.fill(OBSERVERS_LEGEND, 100))
     for s in summaries:
         why = s["privacy"].get("guarantee", {}).get("why_not_valid")
         if why:

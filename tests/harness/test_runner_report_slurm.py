@@ -204,12 +204,13 @@ def test_status_tells_running_from_stalled_by_the_heartbeat(table):
     assert folder_state(unit) == "running"
 
 
-def _fake_result(unit, accuracy, curve, timing=None):
+def _fake_result(unit, accuracy, curve, timing=None, privacy=None):
     unit.folder.mkdir(parents=True)
     (unit.folder / "config.json").write_text(json.dumps(
         {"fingerprint": run_fingerprint(unit.cfg, unit.method)}))
     (unit.folder / "summary.json").write_text(json.dumps(
-        {"final_test_accuracy": accuracy, "seconds_total": 2.0, **(timing or {})}))
+        {"final_test_accuracy": accuracy, "seconds_total": 2.0, **(timing or {}),
+         **({"privacy": privacy} if privacy else {})}))
     with open(unit.folder / "metrics.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["round", "test_accuracy"])
         w.writeheader()
@@ -294,3 +295,26 @@ def test_a_run_another_table_made_with_the_same_config_is_copied_not_trained(tab
     assert sub.returncode == 0, sub.stderr[-1500:]
     assert "third: 2 runs copied from complete runs of the same config in tiny" in sub.stderr
     assert "(2 of 4 units" in sub.stdout
+
+
+def test_report_states_each_observers_epsilon(table):
+    """Issue 33: the report's privacy section gives, per cell, the model viewers' epsilon and
+    the server's (the largest over seeds) and which observer the budgets are met against."""
+    from tff_idp.privacy.threat_model import guarantee
+    from tff_idp.report import write_report
+    spec = load_table(str(table))
+    for u in expand(spec, "paper"):
+        server = 2.0 + u.seed                           # seed 1 is the worse one
+        groups = {str(g): {"budget": b, "realised_epsilon": b * 0.99,
+                           **({"server_epsilon": server * (g + 1)}
+                              if u.method == "dp_fedavg" else {})}
+                  for g, b in enumerate([1.0, 2.0, 4.0])}
+        privacy = None if u.method == "p_fedavg" else {
+            "groups": groups, "guarantee": guarantee("poisson", "client", None, (), True, False)}
+        _fake_result(u, 0.5, [0.3, 0.4, 0.5], privacy=privacy)
+    md = write_report(spec, "paper").read_text()
+    section = md.split("## Privacy, by observer")[1].split("## Cost")[0]
+    assert "| digits | 1x | dp_fedavg | 1 / 2 / 4 | 0.99 / 1.98 / 3.96 | 3 / 6 / 9 |" in section
+    assert "those who see the released models only; against the server the budget is " \
+           "exceeded" in section
+    assert "| p_fedavg |" not in section

@@ -3,6 +3,15 @@
 onto the principal subspace of the public clients' updates, the other groups are kept as
 they are, and the group means are combined with the reweighting of GDPFed.
 
+The projection is the original's (its public code, ``modules/server.py``, ``PFA.__projection``):
+the public updates are centred on their mean mu_pub, V_k holds the top-k principal
+directions of the centred updates, and the private mean is projected *around* the public
+mean, V_k V_k^T (mean_priv - mu_pub) + mu_pub, so the direction the public and private
+updates share is kept. The original does this for each model variable separately, rank k
+per variable (``projection="per-layer"``, its default k = 1); ``"global"`` takes one
+subspace of the whole flattened update. With a single public row nothing is centred (as the
+original's ``__standardize`` does for one column).
+
 The subspace needs the public clients' updates one by one, so (unlike GDPFed's shared noise
 on a group sum) every public client adds its group's *full* noise N(0, s_pub^2) to its own
 update, which the server then sees individually (each is (epsilon_pub, delta)-DP by itself,
@@ -29,17 +38,33 @@ def public_rows(expected_public: float) -> int:
     return int(math.ceil(expected_public + 4 * math.sqrt(expected_public) + 2))
 
 
-def principal_directions(rows, num_rows, rank: int):
+PROJECTIONS = ("per-layer", "global")
+
+
+def principal_directions(rows, num_rows, rank: int, centre=True):
     """Top-``rank`` principal directions (d x rank, unit columns) of the first ``num_rows``
-    rows of ``rows`` [S, d], centred, via the S x S Gram matrix (no d x d matrix)."""
+    rows of ``rows`` [S, d], centred on their mean (PFA's ``__standardize``; ``centre`` may
+    be a boolean tensor), via the S x S Gram matrix (no d x d matrix; the original runs
+    Lanczos on the same d x d covariance). Returns (directions, mean [d]); the mean is 0
+    when not centred."""
     s = tf.shape(rows)[0]
     mask = tf.cast(tf.range(s) < num_rows, rows.dtype)[:, None]
     n = tf.maximum(tf.cast(num_rows, rows.dtype), 1.0)
-    centred = (rows - tf.reduce_sum(rows * mask, 0, keepdims=True) / n) * mask
+    mean = tf.reduce_sum(rows * mask, 0) / n * tf.cast(centre, rows.dtype)
+    centred = (rows - mean[None]) * mask
     gram = tf.matmul(centred, centred, transpose_b=True)
     _, vecs = tf.linalg.eigh(gram)                       # ascending eigenvalues
     directions = tf.matmul(centred, vecs[:, -rank:], transpose_a=True)   # d x rank
-    return directions / tf.maximum(tf.norm(directions, axis=0, keepdims=True), 1e-12)
+    return directions / tf.maximum(tf.norm(directions, axis=0, keepdims=True), 1e-12), mean
+
+
+def project_around_mean(rows, num_rows, rank: int, target):
+    """PFA's projection of a flat private mean ``target`` [d] (the original's
+    ``__projection``): V_k V_k^T (target - mu_pub) + mu_pub, V_k and mu_pub from the first
+    ``num_rows`` public rows [S, d] (not centred when there is only one)."""
+    basis, mean = principal_directions(rows, num_rows, rank, centre=num_rows > 1)
+    return tf.linalg.matvec(basis, tf.linalg.matvec(basis, target - mean,
+                                                    transpose_a=True)) + mean
 
 
 class PFAFactory(GroupGaussianFactory):
@@ -49,7 +74,8 @@ class PFAFactory(GroupGaussianFactory):
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  public_group: int = -1, projected_group: int = 0, rank: int = 1,
-                 public_noise: str = "full", noise_seed: int = 0):
+                 public_noise: str = "full", noise_seed: int = 0,
+                 projection: str = "per-layer"):
         super().__init__(clips, noise_stddevs, expected_cohorts, weights, None,
                          noise_seed=noise_seed)
         # "full": every public client adds its group's whole noise (its row is seen alone);
@@ -66,6 +92,9 @@ class PFAFactory(GroupGaussianFactory):
             raise ValueError("the public and the projected group must differ")
         if rank < 1:
             raise ValueError(f"rank={rank} must be >= 1")
+        if projection not in PROJECTIONS:
+            raise ValueError(f"projection={projection!r} is not one of {PROJECTIONS}")
+        self.projection = projection
         self.rank = rank
         self.rows = public_rows(float(expected_cohorts[self.public_group]))
 
@@ -94,12 +123,21 @@ class PFAFactory(GroupGaussianFactory):
         return tf.zeros([self.rows, sum(int(np.prod(t.shape)) for t in tensors)], tf.float32)
 
     def _server_transform(self, group_means, extra_sum, counts):
+        """The projected group's mean, projected around the public mean (module docstring):
+        per model tensor (``"per-layer"``, the public rows' columns of that tensor) or over
+        the whole update (``"global"``)."""
         num_rows = tf.minimum(tf.cast(counts[self.public_group], tf.int32), self.rows)
-        basis = principal_directions(extra_sum, num_rows, self.rank)
         target = group_means[self.projected_group]
-        flat = tf.concat([tf.reshape(t, [-1]) for t in target], axis=0)
-        projected = tf.linalg.matvec(basis, tf.linalg.matvec(basis, flat, transpose_a=True))
-        parts = tf.split(projected, [tf.size(t) for t in target])
+        sizes = [t.shape.num_elements() for t in target]
+        flat = [tf.reshape(t, [-1]) for t in target]
+        if self.projection == "global":
+            projected = tf.split(project_around_mean(extra_sum, num_rows, self.rank,
+                                                     tf.concat(flat, 0)), sizes)
+        else:
+            columns = tf.split(extra_sum, sizes, axis=1)
+            projected = [project_around_mean(c, num_rows, min(self.rank, n), f)
+                         for c, n, f in zip(columns, sizes, flat)]
         means = list(group_means)
-        means[self.projected_group] = [tf.reshape(p, tf.shape(t)) for p, t in zip(parts, target)]
+        means[self.projected_group] = [tf.reshape(p, tf.shape(t))
+                                       for p, t in zip(projected, target)]
         return means

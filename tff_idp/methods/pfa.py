@@ -1,7 +1,8 @@
 """PFA (Liu et al. 2021) in GDPFed's adaptation (003 App. B.2): the highest-budget group's
 individually noised updates span a principal subspace, the lowest group's mean is projected
-onto it (``tff_idp.aggregators.PFAFactory``); planned like GDPFed, accounted per
-``pfa_accounting`` (``tff_idp.algorithms.plan.plan_pfa``)."""
+onto it around the public mean, per layer or globally (``pfa_projection``;
+``tff_idp.aggregators.PFAFactory``); planned like GDPFed, accounted per ``pfa_accounting``
+(``tff_idp.algorithms.plan.plan_pfa``)."""
 from __future__ import annotations
 
 from ..algorithms import plan as plans
@@ -26,4 +27,10 @@ class PFA(Method):
         from ..aggregators import PFAFactory
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
                           public_group=plan.public_group, projected_group=plan.projected_group,
-                          public_noise=plan.public_noise, noise_seed=noise_seed)
+                          public_noise=plan.public_noise, noise_seed=noise_seed,
+                          projection=cfg.pfa_projection)
+
+    def plan_version(self, cfg):
+        """2: the private mean projected around the public mean, per layer by default (the
+        original's ``__projection``); before, onto the centred directions alone."""
+        return 2
