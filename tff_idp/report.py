@@ -92,13 +92,16 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
         worst = lambda key: [max(p["groups"][g].get(key, math.nan) for p in c["observers"])
                              for g in groups]
         server = worst("server_epsilon")
+        drawn_by_server = any(p["guarantee"].get("observers", {}).get("server", {}).get(
+            "epsilon", "") is None for p in c["observers"])
         out.append({
             "dataset": ds, "column": col or "", "method": method,
             "budgets": " / ".join(f"{c['observers'][0]['groups'][g]['budget']:g}"
                                   for g in groups),
             "eps_model_viewers": " / ".join(f"{e:.3g}" for e in worst("realised_epsilon")),
-            "eps_server": "none (server-drawn noise)" if any(math.isnan(e) for e in server)
-            else " / ".join(f"{e:.3g}" for e in server),
+            "eps_server": "none (server-drawn noise)" if drawn_by_server else
+            "not recorded" if any(math.isnan(e) for e in server) else
+            " / ".join(f"{e:.3g}" for e in server),
             "budgets_met_against": "; ".join(sorted({
                 p["guarantee"].get("budget_met_against", "") for p in c["observers"]}))
             + (" †" if c["not_covered"] else "")})

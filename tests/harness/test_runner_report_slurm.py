@@ -305,16 +305,18 @@ def test_report_states_each_observers_epsilon(table):
     spec = load_table(str(table))
     for u in expand(spec, "paper"):
         server = 2.0 + u.seed                           # seed 1 is the worse one
+        draw = "client" if u.column == "1x" else "group"      # 2x: server-drawn noise
         groups = {str(g): {"budget": b, "realised_epsilon": b * 0.99,
-                           **({"server_epsilon": server * (g + 1)}
-                              if u.method == "dp_fedavg" else {})}
+                           **({"server_epsilon": server * (g + 1)} if draw == "client" else {})}
                   for g, b in enumerate([1.0, 2.0, 4.0])}
         privacy = None if u.method == "p_fedavg" else {
-            "groups": groups, "guarantee": guarantee("poisson", "client", None, (), True, False)}
+            "groups": groups, "guarantee": guarantee("poisson", draw, None, (), True, False)}
         _fake_result(u, 0.5, [0.3, 0.4, 0.5], privacy=privacy)
     md = write_report(spec, "paper").read_text()
     section = md.split("## Privacy, by observer")[1].split("## Cost")[0]
     assert "| digits | 1x | dp_fedavg | 1 / 2 / 4 | 0.99 / 1.98 / 3.96 | 3 / 6 / 9 |" in section
     assert "those who see the released models only; against the server the budget is " \
            "exceeded" in section
+    assert "| digits | 2x | dp_fedavg | 1 / 2 / 4 | 0.99 / 1.98 / 3.96 | none (server-drawn " \
+           "noise) | those who see the released models only |" in section
     assert "| p_fedavg |" not in section

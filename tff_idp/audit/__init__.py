@@ -1,0 +1,6 @@
+"""Empirical privacy audits with canary clients (TF-free scoring and bounds)."""
+from .bounds import (best_lower_bound, cosine_scores, gaussian_pair_delta, guesses,
+                     lower_bound, one_shot_epsilon, p_value)
+
+__all__ = ["best_lower_bound", "cosine_scores", "gaussian_pair_delta", "guesses",
+           "lower_bound", "one_shot_epsilon", "p_value"]
