@@ -167,6 +167,8 @@ BAD = [
     (["--scale", "smoke"], "--scale='smoke': a flag of table configs"),
     (["--report-dir", "r"], "--report-dir='r': a flag of table configs"),
 ]
+if not tensorflow.config.list_physical_devices("GPU"):     # this machine: no GPU
+    BAD.append((["--set", "device=\"gpu\""], "device='gpu': TensorFlow sees no GPU"))
 
 
 @pytest.mark.parametrize("args,needle", BAD)

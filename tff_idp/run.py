@@ -164,11 +164,11 @@ def main(argv=None) -> int:
         print("stopped (Ctrl-C) while loading the data; nothing was written", file=sys.stderr)
         return 130
 
-    from .runtime import close_tff
+    from .runtime import close_tff, select_device
     try:
         from .atomic import FolderLocked
         from .engine.backends import UnsupportedByBackend
-        device = _device(cfg.device)
+        device = select_device(cfg.device)
         import tensorflow as tf
         from .engine.loop import check_methods
         check_methods(exp)                  # e.g. a split the model has not: before any write
@@ -194,6 +194,7 @@ def _run_table(args) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
     from .harness.reuse import still_to_train
     from .harness.runner import pending, run_table
+    from .runtime import select_device
     from .harness.table import check_data, expand, load_table, only_datasets, only_methods
     try:
         if args.overrides or args.backend or args.device:
@@ -209,7 +210,7 @@ def _run_table(args) -> int:
             to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
             check_data(to_train)
             if any(u.cfg.device == "gpu" for u in to_train):
-                _device("gpu")              # one line when there is no GPU here
+                select_device("gpu")        # one line when there is no GPU here
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -243,17 +244,6 @@ def _check_run_folders(cfg) -> None:
 def _toml_string(text: str) -> str:
     """``text`` as a TOML basic string (for a --set built from a flag)."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _device(choice: str):
-    """'gpu' needs a GPU TensorFlow can see (one-line error otherwise); 'auto' leaves
-    placement to TensorFlow (a GPU when present)."""
-    if choice == "auto":
-        return None
-    import tensorflow as tf
-    if choice == "gpu" and not tf.config.list_physical_devices("GPU"):
-        raise ConfigError("device='gpu': TensorFlow sees no GPU on this machine")
-    return "/GPU:0" if choice == "gpu" else "/CPU:0"
 
 
 def _train_all(exp, args) -> int:

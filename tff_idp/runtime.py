@@ -186,3 +186,16 @@ def close_tff() -> int:
         except (OSError, ChildProcessError):
             pass
     return stopped
+
+
+def select_device(choice: str):
+    """The TensorFlow device of ``device = choice``: 'gpu' needs a GPU TensorFlow can see
+    (a one-line ConfigError otherwise); 'auto' leaves placement to TensorFlow (a GPU when
+    present, None here); 'cpu' pins the CPU. Shared by ``run`` and the table runner."""
+    from .config import ConfigError
+    if choice == "auto":
+        return None
+    import tensorflow as tf
+    if choice == "gpu" and not tf.config.list_physical_devices("GPU"):
+        raise ConfigError("device='gpu': TensorFlow sees no GPU on this machine")
+    return "/GPU:0" if choice == "gpu" else "/CPU:0"

@@ -32,10 +32,10 @@ def run_unit(unit: Unit, progress: bool = False) -> dict:
     import tensorflow as tf
     from ..engine.experiment import prepare
     from ..engine.persist import train_to_folder
-    from ..run import _device
+    from ..runtime import select_device
     started = time.perf_counter()                  # the summary's set-up includes the data
     exp = prepare(unit.cfg)
-    with tf.device(_device(unit.cfg.device)):      # the table's device (None: TF's choice)
+    with tf.device(select_device(unit.cfg.device)):      # the table's device (None: TF's choice)
         return train_to_folder(exp, unit.method, unit.folder, progress=progress,
                                started=started)
 
