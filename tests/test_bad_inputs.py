@@ -65,6 +65,17 @@ BAD = [
     (["--set", "methods=[\"gdpfed_plus\"]", "--set", "rates=[0.5, 0.5, 0.5]", "--set",
       "noise_multipliers=[1.0, 1.0, 1.0]"],
      "methods='gdpfed_plus': planned epsilon 19.2 for group 0 exceeds its budget 0.5"),
+    # issue 38: the canary audit
+    (["--set", "audit_canaries=10"], "audit_canaries=10: the canary audit runs on backend='fast'"),
+    (["--set", "backend=\"fast\"", "--set", "audit_canaries=1"],
+     "audit_canaries=1: must be 0 (no audit) or 2 to 100,000"),
+    (["--set", "backend=\"fast\"", "--set", "audit_canaries=1000000"],
+     "audit_canaries=1000000: must be 0 (no audit) or 2 to 100,000"),
+    (["--set", "backend=\"fast\"", "--set", "audit_canaries=10", "--set", "audit_group=3"],
+     "audit_group=3: there are 3 privacy groups (0 to 2)"),
+    (["--set", "backend=\"fast\"", "--set", "audit_canaries=10", "--set",
+      "methods=[\"fedrep\"]", "--set", "model=\"digits_mlp\""],
+     "audit_canaries=10: method 'fedrep' keeps a personal part"),
     # MS-PAFL (paper 002)
     (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
     (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),

@@ -95,6 +95,10 @@ class ExperimentConfig:
     # tensor its own rank-1 subspace, as the original code does) or "global" (one subspace of
     # the whole update)
     pfa_projection: str = "per-layer"
+    # the canary audit (tff_idp.audit): this many canary clients in privacy group
+    # audit_group (0: the strictest), each inserted with probability 1/2; 0: no audit
+    audit_canaries: int = 0
+    audit_group: int = 0
     # the personal part of the model, kept by each client (tff_idp.models.split): "none",
     # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
     # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
@@ -213,6 +217,29 @@ def _one_of(names) -> str:
     """"'a', 'b' or 'c'": the allowed values of a key, for its error line."""
     quoted = [repr(n) for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+MAX_CANARIES = 100_000
+
+
+def _check_audit(cfg: ExperimentConfig) -> None:
+    """The canary audit's keys (tff_idp.audit.canaries): a count the bounds can use, a group
+    that exists, the fast backend, methods whose whole update is shared."""
+    if cfg.audit_canaries == 0:
+        return
+    if not 2 <= cfg.audit_canaries <= MAX_CANARIES:
+        _fail("audit_canaries", cfg.audit_canaries, f"must be 0 (no audit) or 2 to "
+              f"{MAX_CANARIES:,}: half are inserted, and both halves need two to be scored")
+    if not 0 <= cfg.audit_group < len(cfg.budgets):
+        _fail("audit_group", cfg.audit_group, f"there are {len(cfg.budgets)} privacy groups "
+              f"(0 to {len(cfg.budgets) - 1})")
+    if cfg.backend != "fast":
+        _fail("audit_canaries", cfg.audit_canaries, "the canary audit runs on "
+              "backend='fast' (it feeds canaries to the fast backend's clip and noise code)")
+    for m in cfg.methods:
+        if METHODS[m].split_spec(cfg) != "none":
+            _fail("audit_canaries", cfg.audit_canaries, f"method {m!r} keeps a personal "
+                  "part; canaries audit methods whose whole update is shared")
 
 
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
@@ -371,6 +398,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     for m in cfg.methods:                        # what each method cannot run with
         for key, value, why in METHODS[m].config_errors(cfg):
             _fail(key, value, why)
+    _check_audit(cfg)
     if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:
         _fail("calibration_tolerance", cfg.calibration_tolerance, "must be positive")
     for key in ("rates", "noise_multipliers"):

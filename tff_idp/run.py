@@ -78,6 +78,7 @@ def _fmt(values, digits=3):
 # the two observers' columns (tff_idp.privacy.threat_model)
 EPS_VIEWERS = "eps vs model viewers / budget"
 EPS_SERVER = "eps vs server (max)"
+AUDIT = "audit est / LB: final | rounds"
 
 
 OBSERVERS_LEGEND = (
@@ -125,6 +126,11 @@ def summary_rows(summaries, reference=None):
             EPS_SERVER: server,
             "s/round": f"{s['seconds_per_round_after_first']:.2f}",
         })
+        if s.get("audit"):                # the canary audit (tff_idp.audit.canaries)
+            a = s["audit"]
+            rows[-1][AUDIT] = " | ".join(
+                f"{a[k]['one_shot_estimate']:.2g} / {a[k]['lower_bound']['epsilon']:.2g}"
+                for k in ("final_model", "every_round"))
         if reference:
             paper = reference.get(s["method"])
             ours = 100 * reported_accuracy(s)
@@ -232,13 +238,20 @@ def _check_run_folders(cfg) -> None:
     from .engine.loop import run_fingerprint
     from .engine.persist import foreign_run
     for method in cfg.methods:
-        folder = Path(cfg.output_dir) / cfg.name / f"{method}-seed{cfg.seed}"
+        folder = Path(cfg.output_dir) / cfg.name / run_folder_name(cfg, method)
         theirs = foreign_run(folder, cfg, method)
         if theirs is not None:
             raise ConfigError(
                 f"name={cfg.name!r}: {folder} holds a {method} run of another config "
                 f"(fingerprint {theirs}, this one {run_fingerprint(cfg, method)}); set another "
                 "name or output_dir, or --force to replace it")
+
+
+def run_folder_name(cfg, method: str) -> str:
+    """<method>-seed<seed>, with -canaries<m> for a run with the canary audit (its accuracy
+    is not the plain run's)."""
+    audit = f"-canaries{cfg.audit_canaries}" if cfg.audit_canaries else ""
+    return f"{method}-seed{cfg.seed}{audit}"
 
 
 def _toml_string(text: str) -> str:
@@ -254,7 +267,7 @@ def _train_all(exp, args) -> int:
     summaries = []
     started = time.perf_counter()
     for method in cfg.methods:
-        folder = out_root / f"{method}-seed{cfg.seed}"
+        folder = out_root / run_folder_name(cfg, method)
         done = None if args.force else complete_run(folder, cfg, method)
         if done is not None:
             print(f"{method}: already complete with this config in {folder}; skipped "
@@ -276,6 +289,15 @@ def _train_all(exp, args) -> int:
     print(format_table(table_rows, list(table_rows[0].keys())))
     if any(r[EPS_VIEWERS] != "-" for r in table_rows):
         print(textwrap.fill(OBSERVERS_LEGEND, 100))
+    if any(AUDIT in r for r in table_rows):
+        a = summaries[0]["audit"]
+        print(textwrap.fill(
+            f"Canary audit of privacy group {a['group']} ({a['canaries']} canaries, "
+            f"{a['inserted']} inserted; not in the accuracy): Andrew et al.'s one-shot "
+            f"estimate / Steinke et al.'s lower bound at {a['confidence']:.0%} confidence, for "
+            "who sees the final model | every round's model; compare with the group's epsilon "
+            "vs model viewers. Per-canary scores: canaries.csv and canaries.png in each run "
+            "folder.", 100))
     for s in summaries:
         why = s["privacy"].get("guarantee", {}).get("why_not_valid")
         if why:

@@ -83,3 +83,19 @@ def test_best_lower_bound_separated_and_overlapping_scores():
     noisy = np.where(inserted, 0.05, 0.0) + rng.normal(size=1000)         # heavy noise
     assert best_lower_bound(noisy, inserted, 1e-5, 0.95)["epsilon"] < 0.5
     assert stats.binom.sf(0, 1, 0.5) == 0.5            # scipy's convention the formula uses
+
+
+def test_the_closed_form_null_is_the_random_directions_cosine():
+    """Never-inserted canaries' cosines with a vector independent of them are N(0, 1/d)
+    (Andrew et al. Sec. 4); with the inserted ones' cosines shifted by mu / sqrt(d) and the
+    same std, the estimate is the mu-Gaussian mechanism's epsilon."""
+    from tff_idp.audit import one_shot_epsilon_null
+    rng = np.random.default_rng(3)
+    d = 650
+    u = rng.standard_normal((4000, d))
+    cos = cosine_scores(rng.standard_normal(d), u)
+    assert np.std(cos) == pytest.approx(d ** -0.5, rel=0.05) and abs(np.mean(cos)) < 3e-3
+    spread = np.linspace(-1, 1, 2001)
+    null_like = spread / spread.std(ddof=1) * d ** -0.5
+    assert one_shot_epsilon_null(null_like + d ** -0.5, d, 1e-5) == pytest.approx(
+        exact_gaussian_epsilon(1.0, 1e-5), rel=1e-3)

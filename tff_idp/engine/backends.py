@@ -225,14 +225,20 @@ class FastBackend:
         return (xs.reshape((len(examples), steps, bsz) + x0.shape[1:]),
                 ys.reshape(len(examples), steps, bsz), ws.reshape(len(examples), steps, bsz))
 
-    def step(self, batches, infos, rnd, personal=()):
+    def step(self, batches, infos, rnd, personal=(), canaries=None):
         """One round; with no client (``infos`` empty) the aggregator still runs on zero
-        sums and releases its noise (``loop``: empty rounds)."""
+        sums and releases its noise (``loop``: empty rounds). ``canaries`` (the audit's,
+        ``tff_idp.audit.canaries``): (updates [K, ...] per tensor, one-hot groups [K, M],
+        seeds [K, 2]); they count in their group's cohort and pass through the same clip,
+        noise and sum as the clients (no training)."""
         data = [self._phase_arrays(b, ph, c) if infos else None
                 for b, ph, c in zip(batches, self.program.phases, self.cached)]
         groups = np.array([i["group"] for i in infos], np.float32).reshape(len(infos), self.m)
         seeds = np.array([i["seed"] for i in infos], np.int32).reshape(len(infos), 2)
-        counts = tf.constant(groups.sum(0), tf.float32)
+        counts = groups.sum(0)
+        if canaries is not None:
+            counts = counts + canaries[1].sum(0)
+        counts = tf.constant(counts, tf.float32)
         lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
         sums, extra, stats, kept = None, None, tf.zeros([4]), []
@@ -249,6 +255,14 @@ class FastBackend:
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
             extra = self.factory.client_extra_zeros(self._weights)
+        if canaries is not None and len(canaries[1]):
+            c_sums, c_extra, c_stats = self._aggregate(
+                [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
+                tf.constant(canaries[1]), tf.constant(canaries[2]),
+                tf.fill([len(canaries[1])], -1), self.state, counts)
+            sums = [x + y for x, y in zip(sums, c_sums)]
+            extra = extra + c_extra
+            stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
         update, _ = self.factory.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)

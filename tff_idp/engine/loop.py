@@ -45,6 +45,7 @@ from .personal_state import PersonalStore
 
 
 GROUP_NOISE_STREAM = 1 << 30      # the third part of the group-noise base seed (rounds < it)
+CANARY_STREAM = (1 << 30) + 1     # ... and of the canaries' seed
 
 
 def _seed32(*parts) -> int:
@@ -277,6 +278,11 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     rows, start = [], 0
     fingerprint = run_fingerprint(exp.cfg, method)
     resumed = load_checkpoint(checkpoint_dir, fingerprint)
+    audit = canary_audit(exp, method, w0)
+    if audit is not None and resumed is not None:     # its scores are not checkpointed
+        print(f"{method}: a run with canaries starts over (their scores are not in the "
+              "checkpoint)", file=sys.stderr)
+        resumed = None
     if resumed is not None:
         runner.restore(resumed["backend"])
         store.restore(resumed["personal"])
@@ -290,10 +296,37 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     setup = time.perf_counter() - started
     with StopRequests() as stop:
         rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
-                       rows, fingerprint, checkpoint_dir, on_round, stop)
+                       rows, fingerprint, checkpoint_dir, on_round, stop, audit)
     bar.close()
-    return rows, _summary(exp, method, runner, rows, start, split, store, ledger,
-                          personal_eval, setup), ledger
+    summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
+                       setup)
+    if audit is not None:
+        t0 = time.perf_counter()
+        groups = summary["privacy"].get("groups")
+        summary["audit"] = audit.report(
+            runner.weights, ledger.delta,
+            groups[str(audit.group)]["realised_epsilon"] if groups else "not private")
+        summary["audit"]["seconds"] = round(audit.seconds + time.perf_counter() - t0, 3)
+    return rows, summary, ledger
+
+
+def canary_audit(exp: Experiment, method: str, w0):
+    """The run's :class:`~tff_idp.audit.canaries.CanaryAudit` (``audit_canaries`` > 0):
+    canaries in ``audit_group`` with its rate and clip (the config's clip for a method that
+    clips nothing), directions over every model
+    coordinate, seeded from (seed, method); None without one."""
+    cfg, plan = exp.cfg, exp.plans[method]
+    if not cfg.audit_canaries:
+        return None
+    from ..audit.canaries import CanaryAudit
+    g = cfg.audit_group
+    clip = plan.clips[plan.aggregation_groups[g]]
+    audit = CanaryAudit(cfg.audit_canaries, g, clip if np.isfinite(clip) else cfg.clip,
+                        plan.rates[g], [np.shape(w) for w in w0],
+                        _seed32(cfg.seed, method_key(method), CANARY_STREAM))
+    audit.begin(w0)
+    audit.seconds = 0.0
+    return audit
 
 
 def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
@@ -328,7 +361,7 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
 
 
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
-            fingerprint, checkpoint_dir, on_round, stop):
+            fingerprint, checkpoint_dir, on_round, stop, audit=None):
     """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
     the current round with a checkpoint and one line."""
     cfg, plan = exp.cfg, exp.plans[method]
@@ -357,13 +390,26 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                     slot=np.int32(j if public else -1)))
                 ids.append(int(c))
         measurements = {}
+        canaries = None
+        if audit is not None:            # beside the cohort: not in the ledger or the data
+            chosen = audit.sample(rnd)
+            onehot = np.zeros(m_agg, np.float32)
+            onehot[plan.aggregation_groups[audit.group]] = 1.0
+            canaries = (audit.updates(chosen), np.repeat(onehot[None], len(chosen), 0),
+                        np.array([[noise_seed, cfg.num_clients + j] for j in chosen],
+                                 np.int32).reshape(-1, 2))
         if ids or runner.noise_in_empty_rounds:     # module docstring: empty rounds
-            measurements, kept = runner.step(batches, infos, rnd, store.gather(ids))
+            extra = {} if canaries is None else {"canaries": canaries}
+            measurements, kept = runner.step(batches, infos, rnd, store.gather(ids), **extra)
             store.scatter(ids, kept)
             if not ids:                  # nothing trained: no loss or clipping to show
                 measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
         ledger.record_round(plan.round_mechanisms(), ids,
                             plan.server_multipliers([len(c) for c in cohort]))
+        if audit is not None:
+            t_audit = time.perf_counter()
+            audit.observe(runner.weights)
+            audit.seconds += time.perf_counter() - t_audit
         seconds = time.perf_counter() - t0
         row = {"round": rnd + 1, "cohort": len(ids),
                "cohort_per_group": "/".join(str(len(c)) for c in cohort),

@@ -57,6 +57,33 @@ def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:
     return str(theirs)
 
 
+def write_canaries(folder: Path, scores: dict, method: str) -> None:
+    """``canaries.csv`` (canary, inserted, each observer's score) and ``canaries.png`` (the
+    scores of inserted and never inserted canaries, one panel per observer)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    inserted = np.asarray(scores["inserted"], bool)
+    write_csv(folder / "canaries.csv", [
+        {"canary": j, "inserted": int(inserted[j]), "final_model": scores["final_model"][j],
+         "every_round": scores["every_round"][j]} for j in range(len(inserted))])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, key, title in zip(axes, ("final_model", "every_round"),
+                              ("final model (w_T - w_0)", "every round (max over rounds)")):
+        values = np.asarray(scores[key])
+        bins = np.linspace(values.min(), values.max(), 40)
+        ax.hist(values[inserted], bins, alpha=0.6, label=f"inserted ({inserted.sum()})")
+        ax.hist(values[~inserted], bins, alpha=0.6, label=f"never inserted ({(~inserted).sum()})")
+        ax.set_title(f"{method}: {title}", fontsize=10)
+        ax.set_xlabel("cosine of the model change with the canary's direction")
+        ax.set_ylabel("canaries")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "canaries.png", dpi=110)
+    plt.close(fig)
+
+
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True,
                     started: Optional[float] = None) -> dict:
     cfg = exp.cfg
@@ -69,6 +96,8 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
             "plan": exp.plans[method].describe()})
         write_csv(tmp / "metrics.csv", rows)
         write_csv(tmp / "ledger.csv", list(ledger.client_rows()))
+        if "audit" in summary:          # per-canary scores: a CSV and a histogram, not JSON
+            write_canaries(tmp, summary["audit"].pop("canary_scores"), method)
         write_json(tmp / "summary.json", summary)
         (tmp / CHECKPOINT).unlink(missing_ok=True)
         (tmp / HEARTBEAT).unlink(missing_ok=True)

@@ -1,0 +1,50 @@
+"""The canary audit (issue 38) end to end on the default digits setting: canaries go through
+the fast backend's clip, noise and sum; their scores give Steinke et al.'s lower bound, which
+must stay below the ledger's epsilon for the real mechanism and catch a broken one. Local
+learning rate 0.001: the clients' own updates are small, so the canaries stand out as much as
+they can (the auditor's best case)."""
+import dataclasses
+
+import pytest
+
+from tff_idp import config
+from tff_idp.audit import best_lower_bound, lower_bound
+from tff_idp.engine.experiment import prepare
+from tff_idp.engine.loop import run_method
+
+CANARIES = 400
+
+
+def _audit(seed=0, noise_scale=1.0):
+    cfg = config.load(None, ['methods=["dp_fedavg"]', 'backend="fast"', f"seed={seed}",
+                             f"audit_canaries={CANARIES}", "local_lr=0.001"])
+    exp = prepare(cfg)
+    plan = exp.plans["dp_fedavg"]
+    exp.plans["dp_fedavg"] = dataclasses.replace(
+        plan, noise_stddevs=[s * noise_scale for s in plan.noise_stddevs])
+    rows, summary, ledger = run_method(exp, "dp_fedavg", progress=False)
+    return summary["audit"], ledger
+
+
+def test_without_noise_every_guess_is_right_and_the_bound_is_the_largest_it_can_be():
+    audit, ledger = _audit(noise_scale=0.0)
+    best = audit["every_round"]["lower_bound"]
+    assert best["correct"] == best["guesses"] >= 100
+    assert best["epsilon"] == pytest.approx(
+        lower_bound(CANARIES, best["guesses"], best["guesses"], ledger.delta, 0.95))
+    assert best["epsilon"] > 2.5          # at the run's delta of 1.07e-3 (2 m delta = 0.86)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_real_mechanism_stays_below_its_ledger_at_99_percent(seed):
+    audit, _ = _audit(seed)
+    scores = audit["canary_scores"]
+    for key in ("final_model", "every_round"):
+        bound = best_lower_bound(scores[key], scores["inserted"], audit["delta"], 0.99)
+        assert bound["epsilon"] < audit["ledger_epsilon"] == pytest.approx(0.5, abs=1e-6)
+
+
+def test_a_mechanism_with_a_tenth_of_its_noise_is_caught():
+    audit, _ = _audit(noise_scale=0.1)
+    assert audit["every_round"]["lower_bound"]["epsilon"] > audit["ledger_epsilon"]
+    assert 0 < audit["inserted"] < CANARIES == audit["canaries"]

@@ -1,0 +1,114 @@
+"""Canary clients for the one-run audit (Andrew et al. 2024; Steinke et al. 2023): what they
+send, when they take part, and their scores. No TensorFlow: the round loop hands their
+updates to the backend, which clips, noises and sums them with the same code as every
+client's (``GroupGaussianFactory.client_math``), so the audit tests that code.
+
+- m canaries in one privacy group g (``audit_group``); canary j's update is a fixed random
+  unit direction u_j (seeded) times the group's clip C, on every model coordinate;
+- each canary is inserted with probability 1/2 (seeded, recorded); an inserted canary takes
+  part in a round with the group's rate q_g (Poisson, its own seeded stream), a canary never
+  inserted never does;
+- scores, for two observers: ``final``, the cosine of the final model change w_T - w_0 with
+  u_j (who sees only the released model), and ``rounds``, the largest over rounds of the
+  cosine of the round's change w_t - w_{t-1} with u_j (who sees every round's model, as a
+  model viewer of FL does);
+- canaries never enter the ledger, the evaluation or the accuracy: the round loop passes them
+  beside the cohort, and the run's fingerprint includes ``audit_canaries``.
+
+Directions are drawn in blocks of 64 from (seed, block) and regenerated when scored, so a
+large model never holds an m x d matrix.
+"""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import numpy as np
+
+from . import bounds
+
+BLOCK = 64
+
+
+class CanaryAudit:
+    def __init__(self, count: int, group: int, clip: float, rate: float, shapes, seed: int):
+        self.count, self.group, self.clip, self.rate = int(count), int(group), float(clip), \
+            float(rate)
+        self.shapes = [tuple(s) for s in shapes]
+        self.size = int(sum(np.prod(s) for s in self.shapes))
+        self.seed = int(seed)
+        self.inserted = np.random.default_rng([self.seed, 1]).random(self.count) < 0.5
+        self.round_scores = np.full(self.count, -np.inf)
+        self.start = None
+        self.previous = None
+
+    def _block(self, b: int) -> np.ndarray:
+        """Unit directions of canaries 64 b .. 64 b + 63 ([k, d], float32)."""
+        k = min(BLOCK, self.count - b * BLOCK)
+        u = np.random.default_rng([self.seed, 2, b]).standard_normal((k, self.size))
+        return (u / np.linalg.norm(u, axis=1, keepdims=True)).astype(np.float32)
+
+    def directions(self, ids: Sequence[int]) -> np.ndarray:
+        """[len(ids), d] unit directions of the canaries ``ids``."""
+        out = np.zeros((len(ids), self.size), np.float32)
+        ids = np.asarray(ids, dtype=int)
+        for b in np.unique(ids // BLOCK):
+            block = self._block(int(b))
+            where = np.flatnonzero(ids // BLOCK == b)
+            out[where] = block[ids[where] - b * BLOCK]
+        return out
+
+    def sample(self, rnd: int) -> np.ndarray:
+        """The inserted canaries taking part in round ``rnd`` (Poisson with the group's rate,
+        a stream of (seed, round): the same after a restart)."""
+        draw = np.random.default_rng([self.seed, 3, rnd]).random(self.count) < self.rate
+        return np.flatnonzero(draw & self.inserted)
+
+    def updates(self, ids: Sequence[int]) -> List[np.ndarray]:
+        """What the canaries ``ids`` send: C u_j, as [K, ...] arrays in the model's shapes."""
+        flat = self.directions(ids) * self.clip
+        out, at = [], 0
+        for s in self.shapes:
+            n = int(np.prod(s))
+            out.append(flat[:, at:at + n].reshape((len(ids),) + s))
+            at += n
+        return out
+
+    def _cosines(self, change: np.ndarray) -> np.ndarray:
+        norm = max(float(np.linalg.norm(change)), 1e-30)
+        return np.concatenate([self._block(b) @ change / norm
+                               for b in range(-(-self.count // BLOCK))])
+
+    def observe(self, weights) -> None:
+        """After a round: score this round's model change (the ``rounds`` observer)."""
+        flat = np.concatenate([np.ravel(w) for w in weights]).astype(np.float64)
+        if self.start is None:
+            raise RuntimeError("CanaryAudit.begin(initial weights) first")
+        self.round_scores = np.maximum(self.round_scores, self._cosines(flat - self.previous))
+        self.previous = flat
+
+    def begin(self, weights) -> None:
+        self.start = np.concatenate([np.ravel(w) for w in weights]).astype(np.float64)
+        self.previous = self.start.copy()
+
+    def report(self, weights, delta: float, ledger_epsilon, confidence: float = 0.95) -> dict:
+        """Per observer: Andrew et al.'s estimate and Steinke et al.'s lower bound at
+        ``confidence`` (tff_idp.audit.bounds), beside the ledger's epsilon of the group."""
+        final = self._cosines(np.concatenate([np.ravel(w) for w in weights]) - self.start)
+        out = {"group": self.group, "canaries": self.count,
+               "inserted": int(self.inserted.sum()), "delta": delta,
+               "ledger_epsilon": ledger_epsilon, "confidence": confidence,
+               "scores": "cosine of the model change with each canary's direction"}
+        estimates = {  # final model: the closed-form null; every round: the max of T cosines
+            "final_model": bounds.one_shot_epsilon_null(final[self.inserted], self.size, delta),
+            "every_round": bounds.one_shot_epsilon(self.round_scores[self.inserted],
+                                                   self.round_scores[~self.inserted], delta)}
+        for name, scores in (("final_model", final), ("every_round", self.round_scores)):
+            out[name] = {
+                "one_shot_estimate": estimates[name],
+                "lower_bound": bounds.best_lower_bound(scores, self.inserted, delta,
+                                                       confidence)}
+        # per canary, for the run folder's canaries.csv and histogram (engine.persist)
+        out["canary_scores"] = {"inserted": self.inserted.tolist(),
+                                "final_model": final.tolist(),
+                                "every_round": self.round_scores.tolist()}
+        return out
