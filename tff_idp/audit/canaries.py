@@ -40,6 +40,7 @@ class CanaryAudit:
         self.round_scores = np.full(self.count, -np.inf)
         self.start = None
         self.previous = None
+        self.seconds = 0.0            # spent scoring (the round loop adds to it)
 
     def _block(self, b: int) -> np.ndarray:
         """Unit directions of canaries 64 b .. 64 b + 63 ([k, d], float32)."""

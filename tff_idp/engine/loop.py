@@ -313,8 +313,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
 def canary_audit(exp: Experiment, method: str, w0):
     """The run's :class:`~tff_idp.audit.canaries.CanaryAudit` (``audit_canaries`` > 0):
     canaries in ``audit_group`` with its rate and clip (the config's clip for a method that
-    clips nothing), directions over every model
-    coordinate, seeded from (seed, method); None without one."""
+    clips nothing), directions over every model coordinate, seeded from (seed, method);
+    None without one."""
     cfg, plan = exp.cfg, exp.plans[method]
     if not cfg.audit_canaries:
         return None
@@ -325,7 +325,6 @@ def canary_audit(exp: Experiment, method: str, w0):
                         plan.rates[g], [np.shape(w) for w in w0],
                         _seed32(cfg.seed, method_key(method), CANARY_STREAM))
     audit.begin(w0)
-    audit.seconds = 0.0
     return audit
 
 
