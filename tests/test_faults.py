@@ -158,3 +158,95 @@ def test_a_second_run_into_the_same_folder_refuses_in_one_line(tmp_path):
     assert second.returncode == 2 and len(lines) == 1, second.stderr
     assert f"in use by process {first.pid}" in lines[0]
 
+
+
+# ---- issue 35, class 2: a table run stops when asked, and its workers die with it ----------
+
+def _table_processes(marker: str):
+    """PIDs of live processes whose command line names ``marker`` (Linux /proc)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def _start_parallel_table(tmp_path):
+    import time
+    from tests.harness.conftest import tiny_table
+    from tff_idp.harness.table import expand, load_table
+    path = tiny_table(tmp_path, extra="").resolve()
+    path.write_text(path.read_text().replace("rounds = 3", "rounds = 400\ncheckpoint_every = 0"))
+    units = expand(load_table(str(path)), "paper")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", str(path), "--scale",
+                             "paper", "--jobs", "2", "--quiet", "--no-report"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    beats = [u.folder.with_name(u.folder.name + ".partial") / "heartbeat.json" for u in units]
+    deadline = time.time() + 180
+    while sum(b.exists() for b in beats) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    assert sum(b.exists() for b in beats) == 2, "two units should be training"
+    return proc, units, str(path)
+
+
+@pytest.mark.parametrize("sig,status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_parallel_table_stops_its_running_units_at_a_checkpoint_and_starts_no_other(
+        tmp_path, sig, status):
+    import signal
+    import time
+    proc, units, marker = _start_parallel_table(tmp_path)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    last = [line for line in err.splitlines() if line.strip()][-1]
+    assert last == (f"stopped ({sig}): 0 runs done, 2 stopped at a checkpoint, 6 not started; "
+                    "run the same command to go on"), err
+    partials = [u.folder.with_name(u.folder.name + ".partial") for u in units]
+    started = [p for p in partials if p.exists()]
+    assert len(started) == 2 and all((p / "checkpoint.npz").exists() for p in started)
+    time.sleep(0.5)
+    assert _table_processes(marker) == []
+
+
+def test_the_workers_of_a_killed_table_run_die_with_it(tmp_path):
+    import signal
+    import time
+    proc, _, marker = _start_parallel_table(tmp_path)
+    workers = [p for p in _table_processes(marker) if p != proc.pid]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    deadline = time.time() + 120
+    while _table_processes(marker) and time.time() < deadline:
+        time.sleep(0.2)
+    assert _table_processes(marker) == []
+
+
+@pytest.mark.parametrize("after", [0.15, 0.4, 0.9, 1.6, 2.5, 4.0])
+def test_ctrl_c_at_any_moment_of_start_up_ends_in_one_line_and_130(tmp_path, after):
+    """Start-up imports TensorFlow, loads the data and partitions it: a Ctrl-C anywhere in it
+    (or in the first rounds) gives one line and exit 130, never a traceback."""
+    import signal
+    import time
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
+                             "rounds=400", "--set", 'methods=["p_fedavg"]', "--set",
+                             'output_dir="out"'], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 130 and len(lines) == 1, err
+    assert "Traceback" not in err and "stopped" in lines[0]

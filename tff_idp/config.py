@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from .errors import ConfigError  # noqa: F401 (raised here; importers take it from here)
 from .methods import METHODS
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS
@@ -20,10 +21,6 @@ from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS
 def default_tfds_dir(root: str = "datasets") -> str:
     """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else ``<root>/tfds``."""
     return os.environ.get("TFDS_DATA_DIR") or str(Path(root) / "tfds")
-
-
-class ConfigError(ValueError):
-    """A bad configuration value; the message is one line naming the key and the value."""
 
 
 @dataclasses.dataclass

@@ -17,11 +17,12 @@ import textwrap
 import time
 from pathlib import Path
 
-from . import config as config_mod
-from .config import ConfigError, ExperimentConfig
+from .atomic import FolderLocked
+from .errors import ConfigError, UnsupportedByBackend
 
 
 def _key_help() -> str:
+    from .config import ExperimentConfig
     lines = ["config keys (TOML; override any with --set key=value, values in TOML syntax):"]
     src = inspect.getsource(ExperimentConfig)
     for f in dataclasses.fields(ExperimentConfig):
@@ -140,12 +141,47 @@ def summary_rows(summaries, reference=None):
 
 
 def main(argv=None) -> int:
+    """Exit status: 0 done, 1 a run failed, 2 bad input, 130 / 143 stopped (Ctrl-C / SIGTERM).
+
+    A stop request at any moment ends in one line. From the first instruction, Ctrl-C and
+    SIGTERM only set a flag (``runtime.StopRequests``) that start-up checks between its steps
+    and the round loop checks between rounds: an exception raised wherever the signal lands
+    could be swallowed (a KeyboardInterrupt inside a garbage-collector callback of an import
+    is "ignored") or turned into another error. A second request stops at once."""
+    from .runtime import StopRequests
+    try:
+        with StopRequests() as stop:
+            return _main(argv, stop)
+    except KeyboardInterrupt:
+        print("stopped (Ctrl-C); run the same command to resume from the last checkpoint",
+              file=sys.stderr)
+        return 130
+
+
+class _StoppedInStartUp(Exception):
+    pass
+
+
+def _stop_point(stop) -> None:
+    """Between start-up steps: end here if a stop was requested."""
+    if stop.signum is not None:
+        raise _StoppedInStartUp
+
+
+def _stopped_line(stop) -> int:
+    import signal
+    print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}) during "
+          "start-up; nothing was written", file=sys.stderr)
+    return stop.exit_status
+
+
+def _main(argv, stop) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from .runtime import quiet_tf_logs
     quiet_tf_logs()                        # before anything imports TensorFlow
     from .harness.table import is_table
     if args.config is not None and is_table(args.config):
-        return _run_table(args)
+        return _run_table(args, stop)
     try:
         table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
             ("only", args.only), ("methods", args.methods), ("report_dir", args.report_dir),
@@ -160,43 +196,41 @@ def main(argv=None) -> int:
                  if v is not None]
         if args.output_dir is not None:
             extra.append(f"output_dir={_toml_string(args.output_dir)}")
-        cfg = config_mod.load(args.config, args.overrides + extra)
+        from . import config
+        cfg = config.load(args.config, args.overrides + extra)
+        _stop_point(stop)
         from .engine.experiment import prepare
         exp = prepare(cfg, persist=False)  # the partition is stored after every check
+        _stop_point(stop)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("stopped (Ctrl-C) while loading the data; nothing was written", file=sys.stderr)
-        return 130
+    except _StoppedInStartUp:
+        return _stopped_line(stop)
 
     from .runtime import close_tff, select_device
     try:
-        from .atomic import FolderLocked
-        from .engine.backends import UnsupportedByBackend
         device = select_device(cfg.device)
         import tensorflow as tf
         from .engine.loop import check_methods
         check_methods(exp)                  # e.g. a split the model has not: before any write
         if not args.force:
             _check_run_folders(cfg)
+        _stop_point(stop)
         if exp.save_partition is not None:
             exp.save_partition()
-        from .runtime import StopRequests
-        with StopRequests(), tf.device(device):   # Ctrl-C / SIGTERM from here: a clean stop
+        with tf.device(device):            # a stop from here: the round loop's clean stop
             return _train_all(exp, args)
     except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:                 # Ctrl-C outside the rounds (set-up, a 2nd one)
-        print("stopped (Ctrl-C); run the same command to resume from the last checkpoint",
-              file=sys.stderr)
-        return 130
+    except _StoppedInStartUp:
+        return _stopped_line(stop)
     finally:
         close_tff()
 
 
-def _run_table(args) -> int:
+def _run_table(args, stop) -> int:
     """A table config: expand the grid at ``--scale``, run what is missing, report."""
     from .harness.reuse import still_to_train
     from .harness.runner import pending, run_table
@@ -210,16 +244,20 @@ def _run_table(args) -> int:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
         spec = only_methods(only_datasets(load_table(args.config), args.only), args.methods)
         if args.output_dir is not None:
-            config_mod._check_writable_dir("--output-dir", args.output_dir)
+            from . import config
+            config._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
         if spec.kind == "train":           # the data the runs to train need is here
             to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
             check_data(to_train)
             if any(u.cfg.device == "gpu" for u in to_train):
                 select_device("gpu")        # one line when there is no GPU here
+        _stop_point(stop)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except _StoppedInStartUp:
+        return _stopped_line(stop)
     failed = 0
     if spec.kind == "train":
         failed = run_table(spec, args.scale, jobs=args.jobs, output_dir=args.output_dir,

@@ -98,13 +98,13 @@ def import_tff():
     return tff
 
 
-def _die_with_parent(parent: int):
-    """In the worker, between fork and exec: ask Linux to SIGKILL it when its parent dies
-    (prctl PR_SET_PDEATHSIG); if the parent is already gone, die now."""
+def die_with_parent(parent: int, signum: int = signal.SIGKILL):
+    """In a child, between fork and exec: ask Linux to send it ``signum`` when its parent
+    dies (prctl PR_SET_PDEATHSIG); if the parent is already gone, send it now."""
     import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # 1 = PR_SET_PDEATHSIG
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signum))   # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), int(signum))
 
 
 def _workers_die_with_parent() -> None:
@@ -122,7 +122,7 @@ def _workers_die_with_parent() -> None:
     class _Popen(subprocess.Popen):
         def __init__(self, *args, **kwargs):
             parent = os.getpid()
-            kwargs.setdefault("preexec_fn", lambda: _die_with_parent(parent))
+            kwargs.setdefault("preexec_fn", lambda: die_with_parent(parent))
             super().__init__(*args, **kwargs)
 
     shim = types.ModuleType("subprocess")

@@ -5,10 +5,11 @@ learning rate 0.001: the clients' own updates are small, so the canaries stand o
 they can (the auditor's best case)."""
 import dataclasses
 
+import numpy as np
 import pytest
 
 from tff_idp import config
-from tff_idp.audit import best_lower_bound, lower_bound
+from tff_idp.audit import best_lower_bound, guesses, lower_bound
 from tff_idp.engine.experiment import prepare
 from tff_idp.engine.loop import run_method
 
@@ -26,12 +27,20 @@ def _audit(seed=0, noise_scale=1.0):
     return summary["audit"], ledger
 
 
-def test_without_noise_every_guess_is_right_and_the_bound_is_the_largest_it_can_be():
+def test_without_noise_every_guess_about_a_canary_that_took_part_is_right():
+    """An inserted canary that the group's sampling never picked changed nothing: no auditor
+    can tell it from one never inserted (that is the sampling's share of the privacy). Every
+    other guess is right, and the bound is what the guess count gives."""
     audit, ledger = _audit(noise_scale=0.0)
     best = audit["every_round"]["lower_bound"]
-    assert best["correct"] == best["guesses"] >= 100
+    scores = audit["canary_scores"]
+    took_part = np.asarray(scores["inserted"]) & (np.asarray(scores["participations"]) > 0)
+    k = best["guesses"] // 2
+    assert guesses(scores["every_round"], took_part, k, k) == (2 * k, 2 * k)
+    assert best["guesses"] >= 100
+    assert best["guesses"] - best["correct"] <= audit["inserted_never_sampled"]
     assert best["epsilon"] == pytest.approx(
-        lower_bound(CANARIES, best["guesses"], best["guesses"], ledger.delta, 0.95))
+        lower_bound(CANARIES, best["guesses"], best["correct"], ledger.delta, 0.95))
     assert best["epsilon"] > 2.5          # at the run's delta of 1.07e-3 (2 m delta = 0.86)
 
 

@@ -138,7 +138,7 @@ def test_sigterm_checkpoints_counts_stops_and_fails_after_the_cap(table, tmp_pat
     spec = load_table(str(table))
     unit = expand(spec, "paper")[0]
     partial = unit.folder.with_name(unit.folder.name + ".partial")
-    env = dict(ENV, SLURM_ARRAY_TASK_ID="0")
+    env = dict(ENV, SLURM_ARRAY_TASK_ID="0", SLURM_JOB_ID="9")   # a stop counts in a job
 
     def stop_after_first_round(max_requeues):
         (partial / "heartbeat.json").unlink(missing_ok=True)

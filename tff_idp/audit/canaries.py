@@ -15,8 +15,13 @@ client's (``GroupGaussianFactory.client_math``), so the audit tests that code.
 - canaries never enter the ledger, the evaluation or the accuracy: the round loop passes them
   beside the cohort, and the run's fingerprint includes ``audit_canaries``.
 
-Directions are drawn in blocks of 64 from (seed, block) and regenerated when scored, so a
-large model never holds an m x d matrix.
+Directions are random sign vectors, u_j = s_j / sqrt(d) with s_j uniform on {-1, +1}^d: a
+unit vector whose cosine with any fixed vector has mean 0 and variance exactly 1/d, as a
+direction uniform on the sphere (Andrew et al.'s choice) has, and nearly Gaussian for a model
+change not concentrated on a few coordinates. Signs are stored as bits (m d / 8 bytes: 207 MB
+for 1,000 canaries on FMNIST's 1.66M-parameter CNN, against 6.6 GB as float32), so scoring a
+round is one pass over the bits (about 2 s there) instead of regenerating Gaussian directions
+(about 20 s).
 """
 from __future__ import annotations
 
@@ -37,32 +42,26 @@ class CanaryAudit:
         self.size = int(sum(np.prod(s) for s in self.shapes))
         self.seed = int(seed)
         self.inserted = np.random.default_rng([self.seed, 1]).random(self.count) < 0.5
+        self.signs = np.random.default_rng([self.seed, 2]).integers(
+            0, 256, (self.count, -(-self.size // 8)), dtype=np.uint8)   # bit 1: +1, bit 0: -1
         self.round_scores = np.full(self.count, -np.inf)
+        self.participations = np.zeros(self.count, dtype=int)   # rounds each canary took part
         self.start = None
         self.previous = None
         self.seconds = 0.0            # spent scoring (the round loop adds to it)
 
-    def _block(self, b: int) -> np.ndarray:
-        """Unit directions of canaries 64 b .. 64 b + 63 ([k, d], float32)."""
-        k = min(BLOCK, self.count - b * BLOCK)
-        u = np.random.default_rng([self.seed, 2, b]).standard_normal((k, self.size))
-        return (u / np.linalg.norm(u, axis=1, keepdims=True)).astype(np.float32)
-
     def directions(self, ids: Sequence[int]) -> np.ndarray:
-        """[len(ids), d] unit directions of the canaries ``ids``."""
-        out = np.zeros((len(ids), self.size), np.float32)
-        ids = np.asarray(ids, dtype=int)
-        for b in np.unique(ids // BLOCK):
-            block = self._block(int(b))
-            where = np.flatnonzero(ids // BLOCK == b)
-            out[where] = block[ids[where] - b * BLOCK]
-        return out
+        """[len(ids), d] unit directions of the canaries ``ids`` (float32)."""
+        bits = np.unpackbits(self.signs[np.asarray(ids, dtype=int)], axis=1, count=self.size)
+        return (bits.astype(np.float32) * 2.0 - 1.0) / np.float32(np.sqrt(self.size))
 
     def sample(self, rnd: int) -> np.ndarray:
         """The inserted canaries taking part in round ``rnd`` (Poisson with the group's rate,
         a stream of (seed, round): the same after a restart)."""
         draw = np.random.default_rng([self.seed, 3, rnd]).random(self.count) < self.rate
-        return np.flatnonzero(draw & self.inserted)
+        chosen = np.flatnonzero(draw & self.inserted)
+        self.participations[chosen] += 1
+        return chosen
 
     def updates(self, ids: Sequence[int]) -> List[np.ndarray]:
         """What the canaries ``ids`` send: C u_j, as [K, ...] arrays in the model's shapes."""
@@ -75,9 +74,15 @@ class CanaryAudit:
         return out
 
     def _cosines(self, change: np.ndarray) -> np.ndarray:
+        """cos(change, u_j) for every canary: s_j . c = 2 (bits_j . c) - sum(c), in blocks of
+        ``BLOCK`` canaries so only [BLOCK, d] bits are unpacked at a time."""
+        c = np.asarray(change, dtype=np.float32)
         norm = max(float(np.linalg.norm(change)), 1e-30)
-        return np.concatenate([self._block(b) @ change / norm
-                               for b in range(-(-self.count // BLOCK))])
+        total = float(np.sum(change))
+        dots = np.concatenate([
+            np.unpackbits(self.signs[b:b + BLOCK], axis=1, count=self.size).astype(np.float32)
+            @ c for b in range(0, self.count, BLOCK)]).astype(np.float64)
+        return (2.0 * dots - total) / (np.sqrt(self.size) * norm)
 
     def observe(self, weights) -> None:
         """After a round: score this round's model change (the ``rounds`` observer)."""
@@ -96,7 +101,9 @@ class CanaryAudit:
         ``confidence`` (tff_idp.audit.bounds), beside the ledger's epsilon of the group."""
         final = self._cosines(np.concatenate([np.ravel(w) for w in weights]) - self.start)
         out = {"group": self.group, "canaries": self.count,
-               "inserted": int(self.inserted.sum()), "delta": delta,
+               "inserted": int(self.inserted.sum()),
+               "inserted_never_sampled": int((self.inserted & (self.participations == 0)).sum()),
+               "delta": delta,
                "ledger_epsilon": ledger_epsilon, "confidence": confidence,
                "scores": "cosine of the model change with each canary's direction"}
         estimates = {  # final model: the closed-form null; every round: the max of T cosines
@@ -110,6 +117,7 @@ class CanaryAudit:
                                                        confidence)}
         # per canary, for the run folder's canaries.csv and histogram (engine.persist)
         out["canary_scores"] = {"inserted": self.inserted.tolist(),
+                                "participations": self.participations.tolist(),
                                 "final_model": final.tolist(),
                                 "every_round": self.round_scores.tolist()}
         return out

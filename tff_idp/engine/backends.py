@@ -23,10 +23,7 @@ import tensorflow as tf
 from ..algorithms.client_work import ClientTrainer, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
-
-
-class UnsupportedByBackend(ValueError):
-    """The method or setting is not implemented by this backend (never a silent fallback)."""
+from ..errors import UnsupportedByBackend  # noqa: F401 (raised here, caught by run)
 
 
 def _agg_metric(agg, key):

@@ -58,7 +58,7 @@ def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:
 
 
 def write_canaries(folder: Path, scores: dict, method: str) -> None:
-    """``canaries.csv`` (canary, inserted, each observer's score) and ``canaries.png`` (the
+    """``canaries.csv`` (canary, inserted, rounds taken part in, each observer's score) and ``canaries.png`` (the
     scores of inserted and never inserted canaries, one panel per observer)."""
     import matplotlib
     matplotlib.use("Agg")
@@ -66,7 +66,8 @@ def write_canaries(folder: Path, scores: dict, method: str) -> None:
     import numpy as np
     inserted = np.asarray(scores["inserted"], bool)
     write_csv(folder / "canaries.csv", [
-        {"canary": j, "inserted": int(inserted[j]), "final_model": scores["final_model"][j],
+        {"canary": j, "inserted": int(inserted[j]),
+         "participations": int(scores["participations"][j]), "final_model": scores["final_model"][j],
          "every_round": scores["every_round"][j]} for j in range(len(inserted))])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for ax, key, title in zip(axes, ("final_model", "every_round"),

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import List, Optional
 
@@ -80,7 +79,13 @@ def task_command(spec: TableSpec, scale: str, index: int, output_dir: Optional[s
 def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[str] = None,
               progress: bool = True) -> int:
     """Run what is missing of a table at ``scale`` (a run another table already made with the
-    same config is copied: ``harness.reuse``); returns the number of failed units."""
+    same config is copied: ``harness.reuse``); returns the number of failed units.
+
+    A stop request (Ctrl-C, SIGTERM) stops the running units at their next round boundary
+    (each checkpoints), starts no other unit, prints one line (runs done / stopped / not
+    started) and exits 130 / 143 (SystemExit). Worker processes (``--jobs`` > 1) get SIGTERM
+    when this process dies, however it dies (Linux's parent-death signal)."""
+    from ..runtime import StopRequests
     from .reuse import reuse_equal_runs
     units = expand(spec, scale, output_dir)
     reuse_equal_runs(spec, scale, pending(units), output_dir)
@@ -91,41 +96,11 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
     failures: List[str] = []
     started = time.perf_counter()
     bar = tqdm(total=len(todo), desc=spec.name, unit="run", disable=not progress)
-    if jobs <= 1:
-        from ..runtime import close_tff
-        try:
-            for unit in todo:
-                bar.set_postfix_str(unit.label)
-                err = run_unit_recording_failure(unit)
-                if err:
-                    failures.append(err)
-                bar.update()
-        finally:
-            close_tff()
-    else:
-        # a task finds its unit by index in the whole table (``spec`` may be restricted
-        # to some data sets by --only)
-        from .table import load_table
-        index = {u.label: i for i, u in enumerate(expand(load_table(spec.path), scale,
-                                                         output_dir))}
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-        env.setdefault("OMP_NUM_THREADS", "1")
-
-        def launch(unit):
-            proc = subprocess.run(task_command(spec, scale, index[unit.label], output_dir),
-                                  capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                tail = [l for l in proc.stderr.splitlines() if l.strip()][-1:] or ["?"]
-                return f"{unit.label}: {tail[0]}"
-            return None
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(launch, u): u for u in todo}
-            for fut in as_completed(futures):
-                err = fut.result()
-                if err:
-                    failures.append(err)
-                bar.update()
+    with StopRequests() as stop:
+        if jobs <= 1:
+            _run_in_process(todo, bar, failures, stop)
+        else:
+            _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop)
     bar.close()
     if todo:
         print(f"{spec.name}: ran {len(todo)} runs in {time.perf_counter() - started:.0f} s",
@@ -133,6 +108,89 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
     for f in failures:
         print(f"failed: {f}", file=sys.stderr)
     return len(failures)
+
+
+def _stop_line(spec_units: List[Unit], stopped: int, not_started: int, signum: int) -> str:
+    import signal
+    done = sum(unit_complete(u) for u in spec_units)
+    return (f"stopped ({signal.Signals(signum).name}): {done} runs done, {stopped} stopped at "
+            f"a checkpoint, {not_started} not started; run the same command to go on")
+
+
+def _run_in_process(todo: List[Unit], bar, failures: List[str], stop) -> None:
+    from ..runtime import close_tff
+    try:
+        for i, unit in enumerate(todo):
+            if stop.signum is not None:
+                print(_stop_line(todo, 0, len(todo) - i, stop.signum), file=sys.stderr)
+                raise SystemExit(stop.exit_status)
+            bar.set_postfix_str(unit.label)
+            try:
+                err = run_unit_recording_failure(unit)
+            except SystemExit:                     # the unit stopped at a checkpoint
+                print(_stop_line(todo, 1, len(todo) - i - 1, stop.signum or 15),
+                      file=sys.stderr)
+                raise
+            if err:
+                failures.append(err)
+            bar.update()
+    finally:
+        close_tff()
+
+
+def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop) -> None:
+    """Up to ``jobs`` ``harness.task`` processes at a time, started and watched from this
+    (the main) thread: the parent-death signal is tied to the thread that forks. Each has its
+    own process group, so a terminal's Ctrl-C reaches only this process, which passes one
+    SIGTERM on to each."""
+    import signal
+    import tempfile
+    from ..runtime import die_with_parent
+    from .table import load_table
+    # a task finds its unit by index in the whole table (``spec`` may be restricted to some
+    # data sets by --only)
+    index = {u.label: i for i, u in enumerate(expand(load_table(spec.path), scale,
+                                                     output_dir))}
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    queue, running, stopped, told = list(todo), [], 0, set()
+    parent = os.getpid()
+    try:
+        while running or (queue and stop.signum is None):
+            while queue and len(running) < jobs and stop.signum is None:
+                unit = queue.pop(0)
+                log = tempfile.TemporaryFile(mode="w+")
+                proc = subprocess.Popen(
+                    task_command(spec, scale, index[unit.label], output_dir), env=env,
+                    stdout=subprocess.DEVNULL, stderr=log, text=True, process_group=0,
+                    preexec_fn=lambda: die_with_parent(parent, signal.SIGTERM))
+                running.append((unit, proc, log))
+            if stop.signum is not None:
+                for _, proc, _ in running:           # each checkpoints at its next round
+                    if proc.poll() is None and proc.pid not in told:
+                        proc.send_signal(signal.SIGTERM)      # once: a second stops at once
+                        told.add(proc.pid)
+            time.sleep(0.2)
+            for item in [r for r in running if r[1].poll() is not None]:
+                running.remove(item)
+                unit, proc, log = item
+                log.seek(0)
+                tail = [line for line in log.read().splitlines() if line.strip()][-1:] or ["?"]
+                log.close()
+                if proc.returncode in (130, 143) and stop.signum is not None:
+                    stopped += 1
+                    continue
+                if proc.returncode != 0:
+                    failures.append(f"{unit.label}: {tail[0]}")
+                bar.update()
+    finally:
+        for _, proc, _ in running:                   # a second signal: stop them now
+            if proc.poll() is None:
+                proc.kill()
+    if stop.signum is not None:
+        bar.close()
+        print(_stop_line(todo, stopped, len(queue), stop.signum), file=sys.stderr)
+        raise SystemExit(stop.exit_status)
 
 
 def folder_state(unit: Unit) -> str:

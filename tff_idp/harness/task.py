@@ -4,8 +4,8 @@ Runs one unit of a table: the one at ``--index`` or, without it, at ``$SLURM_ARR
 (what a Slurm array task runs). A complete unit is skipped; an interrupted one resumes from
 its checkpoint (a requeued, preempted task picks up where it stopped), and a retry clears the
 unit's old ``FAILED.txt``. SIGTERM (Slurm's time-limit signal or a preemption) finishes the
-round, checkpoints and exits 143, for the batch script to requeue the task; a stop near the
-job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not say) is counted in
+round, checkpoints and exits 143, for the batch script to requeue the task; in a Slurm job, a
+stop near the job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not say) is counted in
 the unit's folder, and after ``--max-requeues`` of them the unit fails instead (a time limit
 too short for one unit would requeue it forever). Exit status: 0 done, 1 the run failed
 (``FAILED.txt`` in its ``.partial`` folder), 2 bad input, 143 stopped to be requeued.
@@ -82,7 +82,8 @@ def _stopped(unit, partial, max_requeues: int) -> int:
     """After a stop by SIGTERM: 143 (requeue me), or 1 with FAILED.txt once the unit has
     been stopped near its job's end more than ``max_requeues`` times."""
     end = os.environ.get("SLURM_JOB_END_TIME", "")
-    timeout = not end.isdigit() or time.time() >= int(end) - 900
+    timeout = "SLURM_JOB_ID" in os.environ and (               # a user's stop is no timeout
+        not end.isdigit() or time.time() >= int(end) - 900)
     partial.mkdir(parents=True, exist_ok=True)
     count = 0
     if (partial / STOPS).exists():
