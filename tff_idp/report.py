@@ -54,7 +54,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
-                              "observers": []})
+                              "observers": [], "audits": []})
         if not unit_complete(u):
             c["missing"].append(u.label)
             continue
@@ -71,6 +71,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["not_covered"].add(guarantee.get("why_not_valid", "not covered by the ledger"))
         if s.get("privacy", {}).get("groups"):
             c["observers"].append(s["privacy"])
+        if s.get("audit"):
+            c["audits"].append((u.seed, s["audit"]))
         metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
         with open(u.folder / "metrics.csv") as f:
             c["curves"].append([100.0 * float(r[metric]) if r.get(metric)
@@ -392,6 +394,28 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     return lines
 
 
+def audit_rows(cells: Dict[tuple, dict]) -> List[dict]:
+    """One row per audited run (``tff_idp.audit``): the audited group's epsilon in the ledger
+    beside Andrew et al.'s one-shot estimate and Steinke et al.'s lower bound, for who sees
+    the final model and who sees every round's."""
+    out = []
+    for (ds, col, method), c in cells.items():
+        for seed, a in sorted(c["audits"], key=lambda x: x[0]):
+            ledger = a.get("ledger_epsilon")
+            row = {"dataset": ds, "column": col or "", "method": method, "seed": seed,
+                   "group": a["group"], "canaries (inserted)": f"{a['canaries']} "
+                   f"({a['inserted']})",
+                   "ledger eps": "not private" if ledger is None else f"{ledger:.3g}"}
+            for key, name in (("final_model", "final model"), ("every_round", "every round")):
+                bound = a[key]["lower_bound"]
+                row[f"{name}: estimate / LB"] = (f"{a[key]['one_shot_estimate']:.3g} / "
+                                                 f"{bound['epsilon']:.3g}")
+                row[f"{name}: correct / guesses"] = f"{bound['correct']} / {bound['guesses']}"
+            row["audit s"] = f"{a.get('seconds', math.nan):.0f}"
+            out.append(row)
+    return out
+
+
 def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                  output_dir: Optional[str] = None) -> Path:
     """The report of ``spec`` at ``scale`` from the results under ``output_dir`` (default the
@@ -432,6 +456,19 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "participations' Gaussian releases, without amplification (the server "
                    "draws the cohort), under secure aggregation of client-drawn noise.", "",
                    _markdown(list(privacy[0]), [list(r.values()) for r in privacy]), ""]
+        audits = audit_rows(cells)
+        if audits:
+            first = next(a for c in cells.values() for _, a in c["audits"])
+            md += ["## Canary audit", "",
+                   "Per audited run: the ledger's epsilon of the audited group (model viewers, "
+                   f"delta {first['delta']:.3g}) beside Andrew et al.'s one-shot estimate (an "
+                   "estimate, not a bound) and Steinke et al.'s lower bound at "
+                   f"{first['confidence']:.0%} confidence, with the guesses it rests on, for "
+                   "who sees only the final model and who sees every round's model. A lower "
+                   "bound above the ledger's epsilon would mean the mechanism leaks more than "
+                   "it claims. Canaries are not in the accuracy; their runs are not the plain "
+                   "table's (docs/audit.md).", "",
+                   _markdown(list(audits[0]), [list(r.values()) for r in audits]), ""]
         md += ["## Cost", ""] + cost_lines(spec, cells, scale)
         if "convergence" in spec.figures:
             p = plot_convergence(spec, cells, out / "convergence.png", scale)

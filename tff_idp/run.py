@@ -286,9 +286,10 @@ def _check_run_folders(cfg) -> None:
 
 
 def run_folder_name(cfg, method: str) -> str:
-    """<method>-seed<seed>, with -canaries<m> for a run with the canary audit (its accuracy
-    is not the plain run's)."""
-    audit = f"-canaries{cfg.audit_canaries}" if cfg.audit_canaries else ""
+    """<method>-seed<seed>, with -canaries<m>-group<g> for a run with the canary audit (its
+    accuracy is not the plain run's, nor that of an audit of another group)."""
+    audit = f"-canaries{cfg.audit_canaries}-group{cfg.audit_group}" if cfg.audit_canaries \
+        else ""
     return f"{method}-seed{cfg.seed}{audit}"
 
 

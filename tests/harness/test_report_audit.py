@@ -1,0 +1,26 @@
+"""The table report's canary-audit section (tff_idp.report.audit_rows)."""
+from tff_idp.report import audit_rows
+
+
+def _audit(group, ledger, lb_final, lb_rounds):
+    bound = lambda eps, v: {"epsilon": eps, "guesses": 100, "correct": v, "canaries": 1000,
+                            "confidence": 0.95}
+    return {"group": group, "canaries": 1000, "inserted": 497, "delta": 1e-4,
+            "confidence": 0.95, "ledger_epsilon": ledger, "seconds": 93.6,
+            "final_model": {"one_shot_estimate": 0.25, "lower_bound": bound(lb_final, 71)},
+            "every_round": {"one_shot_estimate": 0.5, "lower_bound": bound(lb_rounds, 80)}}
+
+
+def test_one_row_per_audited_run_in_seed_order_with_the_ledger_beside_the_bounds():
+    cells = {("FMNIST", "g0", "dp_fedavg"): {"audits": [(1, _audit(0, 0.5, 0.0, 0.11)),
+                                                        (0, _audit(0, 0.5, 0.02, 0.0))]},
+             ("FMNIST", "g0", "p_fedavg"): {"audits": [(0, _audit(2, None, 1.8, 2.7))]},
+             ("FMNIST", "g0", "gdpfed"): {"audits": []}}
+    rows = audit_rows(cells)
+    assert [(r["method"], r["seed"]) for r in rows] == [("dp_fedavg", 0), ("dp_fedavg", 1),
+                                                         ("p_fedavg", 0)]
+    assert rows[0]["ledger eps"] == "0.5" and rows[2]["ledger eps"] == "not private"
+    assert rows[0]["final model: estimate / LB"] == "0.25 / 0.02"
+    assert rows[1]["every round: estimate / LB"] == "0.5 / 0.11"
+    assert rows[1]["every round: correct / guesses"] == "80 / 100"
+    assert rows[0]["canaries (inserted)"] == "1000 (497)" and rows[0]["audit s"] == "94"
