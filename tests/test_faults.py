@@ -250,3 +250,128 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_in_one_line_and_130(tmp_path, aft
     lines = [line for line in err.splitlines() if line.strip()]
     assert proc.returncode == 130 and len(lines) == 1, err
     assert "Traceback" not in err and "stopped" in lines[0]
+
+
+# ---- issue 35, class 1: data that is wrong never trains --------------------------------------
+
+def _made_fashion_mnist(tmp_path, monkeypatch, train_labels=None):
+    """Small IDX files in Fashion-MNIST's format staged under tmp_path/root, with FILES
+    pointing at their checksums (as a release with this content would)."""
+    import gzip
+    import hashlib
+
+    import numpy as np
+    from tff_idp.data import fashion_mnist
+    rng = np.random.default_rng(0)
+    arrays = {"train-images-idx3-ubyte.gz": rng.integers(0, 256, (40, 28, 28)),
+              "train-labels-idx1-ubyte.gz": rng.integers(0, 10, 40) if train_labels is None
+              else np.asarray(train_labels),
+              "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (10, 28, 28)),
+              "t10k-labels-idx1-ubyte.gz": rng.integers(0, 10, 10)}
+    base = fashion_mnist.folder(tmp_path / "root")
+    base.mkdir(parents=True)
+    sums = {}
+    for name, a in arrays.items():
+        raw = bytes([0, 0, 8, a.ndim]) + np.asarray(a.shape, ">u4").tobytes() + \
+            a.astype(np.uint8).tobytes()
+        with gzip.open(base / name, "wb") as f:
+            f.write(raw)
+        sums[name] = hashlib.sha256(raw).hexdigest()
+    monkeypatch.setattr(fashion_mnist, "FILES", sums)
+    return base
+
+
+def _rewrite_idx(path, array):
+    import gzip
+
+    import numpy as np
+    with gzip.open(path, "wb") as f:
+        f.write(bytes([0, 0, 8, array.ndim]) + np.asarray(array.shape, ">u4").tobytes() +
+                array.astype(np.uint8).tobytes())
+
+
+@pytest.mark.parametrize("damage", ["cut", "zeros"])
+def test_a_damaged_fashion_mnist_file_is_refused_at_load_and_by_check(tmp_path, monkeypatch,
+                                                                      damage):
+    import numpy as np
+    from tff_idp.data import fashion_mnist, sources
+    from tff_idp.data.staging import Need, stage
+    from tff_idp.data.types import DataInvalidError
+    base = _made_fashion_mnist(tmp_path, monkeypatch)
+    root, no_tfds = str(tmp_path / "root"), str(tmp_path / "no-tfds")
+    assert len(sources.load("fashion_mnist", root=root, data_dir=no_tfds).y_train) == 40
+    assert (base / fashion_mnist.STAMP).exists()           # checked once, then stamped
+    labels = fashion_mnist.read_idx(base / "train-labels-idx1-ubyte.gz")
+    _rewrite_idx(base / "train-labels-idx1-ubyte.gz",
+                 labels[:39] if damage == "cut" else np.zeros_like(labels))
+    with pytest.raises(DataInvalidError, match="train-labels-idx1-ubyte.gz.*sha256"):
+        sources.load("fashion_mnist", root=root, data_dir=no_tfds)
+    status = stage(Need("fashion_mnist", no_tfds, root), check_only=True)
+    assert status.state == "missing" and status.detail.startswith("damaged:"), status
+
+
+def test_labels_outside_the_classes_are_refused_before_training(tmp_path, monkeypatch):
+    import numpy as np
+    from tff_idp.data import sources
+    from tff_idp.data.types import DataInvalidError
+    _made_fashion_mnist(tmp_path, monkeypatch, train_labels=np.arange(40) % 13)
+    with pytest.raises(DataInvalidError, match="train labels span 0..12, outside 0..9"):
+        sources.load("fashion_mnist", root=str(tmp_path / "root"),
+                     data_dir=str(tmp_path / "no-tfds"))
+
+
+@pytest.mark.skipif(not (ROOT / "datasets" / "raw" / "fashion-mnist").is_dir(),
+                    reason="real Fashion-MNIST not staged")
+def test_a_cut_real_labels_file_stops_the_run_in_one_line_before_anything_is_written(
+        tmp_path):
+    import numpy as np
+    from tff_idp.data import fashion_mnist
+    base = fashion_mnist.folder(tmp_path / "ds")
+    base.mkdir(parents=True)
+    for name in fashion_mnist.FILES:
+        (base / name).write_bytes((ROOT / "datasets" / "raw" / "fashion-mnist" / name)
+                                  .read_bytes())
+    labels = fashion_mnist.read_idx(base / "train-labels-idx1-ubyte.gz")
+    _rewrite_idx(base / "train-labels-idx1-ubyte.gz", labels[:59000])
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
+                           'dataset="fashion_mnist"', "--set", 'model="cnn2"', "--set",
+                           "rounds=1", "--set", f'data_root="{tmp_path / "ds"}"', "--set",
+                           f'data_dir="{tmp_path / "no-tfds"}"', "--set", 'output_dir="out"'],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "train-labels-idx1-ubyte.gz" in lines[0] and "sha256" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "offsets", "ids"])
+def test_a_bad_data_cache_entry_is_set_aside_in_one_line_and_rebuilt(tmp_path, capsys,
+                                                                     damage):
+    import numpy as np
+    from tff_idp.engine.experiment import prepare
+    cfg = config.load(None, ['methods=["p_fedavg"]', "num_clients=30",
+                             f'data_root="{tmp_path / "ds"}"'])
+    first = prepare(cfg).client_indices
+    [entry] = [p.parent for p in (tmp_path / "ds" / "built").rglob("arrays.npz")]
+    npz = entry / "arrays.npz"
+    if damage == "truncated":
+        npz.write_bytes(npz.read_bytes()[:100])
+    elif damage == "empty":
+        npz.write_bytes(b"")
+    elif damage == "garbage":
+        npz.write_bytes(os.urandom(4000))
+    else:
+        with np.load(npz) as z:
+            arrays = {k: z[k] for k in z.files}
+        if damage == "offsets":
+            arrays["offsets"][-1] += 7
+        else:
+            arrays["flat"][3] = 10 ** 6
+        np.savez(npz, **arrays)
+    capsys.readouterr()
+    again = prepare(cfg).client_indices
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith(f"data cache {entry}") and "set aside" in err[0]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    assert (entry / "arrays.npz").exists() and entry.with_name(entry.name + ".bad").is_dir()

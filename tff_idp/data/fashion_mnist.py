@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -48,6 +50,9 @@ class FetchError(RuntimeError):
     """The files could not be staged (no apt, no network, a bad checksum)."""
 
 
+STAMP = ".verified.json"    # {file: [size, mtime_ns]} of the last good content check
+
+
 def folder(root) -> Path:
     return Path(root) / "raw" / FOLDER
 
@@ -73,19 +78,60 @@ def read_idx(path) -> np.ndarray:
     return data.reshape(shape)
 
 
+def verify(root) -> None:
+    """DataInvalidError (one line) unless each of the four staged files has its expected
+    content (sha256 of the decompressed IDX). A file whose size and modification time are
+    those recorded at its last good check (``.verified.json``) is not read again."""
+    from .types import DataInvalidError
+    base = folder(root)
+    stamp_path = base / STAMP
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    good, changed = {}, False
+    for name, want in FILES.items():
+        path = base / name
+        try:
+            st = path.stat()
+        except OSError as e:
+            raise DataInvalidError(f"dataset='fashion_mnist': {path}: missing ({e.strerror})")
+        seen = [st.st_size, st.st_mtime_ns]
+        if stamp.get(name) != seen:
+            try:
+                check_files(base, only=name)
+            except FetchError as e:
+                raise DataInvalidError(
+                    f"dataset='fashion_mnist': {e}; a damaged or altered copy: delete "
+                    f"{base} and run python -m tff_idp.data fetch fashion_mnist") from e
+            changed = True
+        good[name] = seen
+    if changed:
+        try:                                    # a read-only copy is checked every time
+            tmp = stamp_path.with_name(f"{STAMP}.{os.getpid()}")
+            tmp.write_text(json.dumps(good) + "\n")
+            os.replace(tmp, stamp_path)
+        except OSError:
+            pass
+
+
 def load_arrays(root):
     """(x_train, y_train, x_test, y_test): float32 images in [0, 1] of shape [n, 28, 28, 1]
-    (TFDS's layout) and int32 labels."""
+    (TFDS's layout) and int32 labels, from files whose content is verified (:func:`verify`)
+    and whose counts agree."""
+    from .types import DataInvalidError
+    verify(root)
     base = folder(root)
-
-    def images(name):
-        return (read_idx(base / name).astype(np.float32) / 255.0)[..., None]
-
-    def labels(name):
-        return read_idx(base / name).astype(np.int32)
-
-    return (images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"),
-            images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz"))
+    raw = {name: read_idx(base / name) for name in FILES}
+    out = []
+    for split in ("train", "t10k"):
+        images = raw[f"{split}-images-idx3-ubyte.gz"]
+        labels = raw[f"{split}-labels-idx1-ubyte.gz"]
+        if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
+            raise DataInvalidError(f"dataset='fashion_mnist': {split} images {images.shape} "
+                                   f"and labels {labels.shape} do not match")
+        out += [(images.astype(np.float32) / 255.0)[..., None], labels.astype(np.int32)]
+    return tuple(out)
 
 
 def content_sha256(path) -> str:
@@ -93,9 +139,12 @@ def content_sha256(path) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def check_files(base: Path) -> None:
-    """FetchError unless all four files are in ``base`` with the expected content."""
+def check_files(base: Path, only: str = None) -> None:
+    """FetchError unless all four files (or the one named ``only``) are in ``base`` with the
+    expected content."""
     for name, want in FILES.items():
+        if only is not None and name != only:
+            continue
         path = base / name
         if not path.is_file():
             raise FetchError(f"file={str(path)!r}: missing")

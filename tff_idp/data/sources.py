@@ -21,6 +21,7 @@ from .adult import load_adult, load_adult_standin
 from .synthetic import PREFIX, SHAPES, load_synthetic
 from .tff_sets import TFF_SETS, cache_file, load_tff_set
 from .types import ArrayData, DataUnavailableError
+from .validate import check_arrays
 
 
 def load_digits(seed: int = 0) -> ArrayData:
@@ -170,4 +171,4 @@ def load(name: str, seed: int = 0, data_dir: str = "datasets/tfds",
          allow_download: bool = False, root: str = "datasets") -> ArrayData:
     if name not in SOURCES:
         raise ValueError(f"dataset={name!r} is not one of {sorted(SOURCES)}")
-    return SOURCES[name](seed, data_dir, allow_download, root)
+    return check_arrays(SOURCES[name](seed, data_dir, allow_download, root))

@@ -4,11 +4,18 @@ source, partition and seed, and reused.
 Each entry is a folder ``<root>/built/<source>/<key>/`` holding ``arrays.npz`` and
 ``meta.json``, written through :class:`tff_idp.atomic.AtomicFolder`: a build killed half-way
 leaves only a ``.partial`` folder, which is never read and is replaced by the next build.
-Client lists (ragged) are stored as one flat array plus offsets.
+Client lists (ragged) are stored as one flat array plus offsets. An entry that cannot be
+read (truncated, empty, garbage) or whose arrays do not fit together (offsets that do not
+index their array, example ids beyond the data set) is set aside as ``<entry>.bad`` with one
+line on stderr and built again, as a bad checkpoint is.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
+import zipfile
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -38,14 +45,25 @@ class DataStore:
         return self.root / source / name.replace("/", "_")
 
     @staticmethod
-    def read(path: Path) -> Optional[Dict[str, np.ndarray]]:
-        """The arrays of a complete entry, or None (absent or never finished)."""
+    def read(path: Path, check: Optional[Callable[[Dict[str, np.ndarray]], Optional[str]]]
+             = None) -> Optional[Dict[str, np.ndarray]]:
+        """The arrays of a complete entry, or None: absent, never finished, or bad (set
+        aside: :func:`set_aside`). ``check(arrays)``: why they are wrong, or None."""
         path = Path(path)
         if not (path / "meta.json").is_file():
             return None
-        with np.load(path / "arrays.npz", allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-
+        try:
+            json.loads((path / "meta.json").read_text())
+            with np.load(path / "arrays.npz", allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+            set_aside(path, f"unreadable ({type(e).__name__})")
+            return None
+        why = consistency(arrays) or (check(arrays) if check is not None else None)
+        if why:
+            set_aside(path, why)
+            return None
+        return arrays
     @staticmethod
     def meta(path: Path) -> dict:
         return json.loads((Path(path) / "meta.json").read_text())
@@ -67,11 +85,22 @@ class DataStore:
         return arrays
 
     def pending_partition(self, source: str, key: dict,
-                          build: Callable[[], List[np.ndarray]]):
+                          build: Callable[[], List[np.ndarray]],
+                          num_examples: Optional[int] = None):
         """Per-client example ids of a partition, read when stored, else built but not yet
-        written: (ids, save), ``save`` the call that stores it (None when already stored)."""
+        written: (ids, save), ``save`` the call that stores it (None when already stored).
+        ``num_examples``: a stored partition naming an example beyond it is bad."""
         path = self.path(source, **key)
-        found = self.read(path)
+
+        def in_range(arrays):
+            flat = arrays.get("flat")
+            if num_examples is None or flat is None or not len(flat):
+                return None
+            if int(flat.min()) < 0 or int(flat.max()) >= num_examples:
+                return f"example ids outside 0..{num_examples - 1}"
+            return None
+
+        found = self.read(path, in_range)
         packed = found if found is not None else pack_clients(build())
         save = None if found is not None else (
             lambda: self.write(path, packed, {"source": source, **key}))
@@ -84,3 +113,39 @@ class DataStore:
         if save is not None:
             save()
         return parts
+
+
+def consistency(arrays: Dict[str, np.ndarray]) -> Optional[str]:
+    """Why a stored entry's arrays do not fit together, or None: every ``<p>offsets`` starts
+    at 0, never decreases and ends at the length of its array (``<p>flat``, ``<p>x`` or
+    ``<p>chars``); ``<p>x`` and ``<p>y`` have one length."""
+    for key, offsets in arrays.items():
+        if not key.endswith("offsets"):
+            continue
+        prefix = key[:-len("offsets")]
+        target = next((arrays[prefix + k] for k in ("flat", "x", "chars")
+                       if prefix + k in arrays), None)
+        if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or \
+                np.any(np.diff(offsets) < 0):
+            return f"{key} is not a list of increasing offsets from 0"
+        if target is not None and int(offsets[-1]) != len(target):
+            return f"{key} ends at {int(offsets[-1])}, its array has {len(target)} entries"
+    for prefix in ("train_", "test_"):
+        if prefix + "x" in arrays and prefix + "y" in arrays and \
+                len(arrays[prefix + "x"]) != len(arrays[prefix + "y"]):
+            return f"{prefix}x and {prefix}y differ in length"
+    return None
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Move a bad entry out of the way (``<entry>.bad``, replacing an older one) with one
+    line on stderr; the caller builds it again."""
+    path = Path(path)
+    bad = path.with_name(path.name + ".bad")
+    shutil.rmtree(bad, ignore_errors=True)
+    try:
+        os.replace(path, bad)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+    print(f"data cache {path}: {why}; set aside as {bad.name}, building it again",
+          file=sys.stderr)

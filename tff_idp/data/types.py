@@ -25,3 +25,8 @@ class ArrayData:
 
 class DataUnavailableError(ValueError):
     """A real data set is not in the local cache and may not be downloaded."""
+
+
+class DataInvalidError(DataUnavailableError):
+    """A data set's files are there but wrong (damaged, altered or inconsistent): it must
+    never train. One line naming the file or array and what is wrong."""

@@ -108,7 +108,7 @@ def pending_partition(cfg: ExperimentConfig, data: ArrayData):
     key = dict(partition=cfg.partition, param=cfg.partition_param, clients=n, seed=cfg.seed,
                examples=len(y), v=PARTITION_VERSION)
     try:
-        return DataStore(cfg.data_root).pending_partition(cfg.dataset, key, build)
+        return DataStore(cfg.data_root).pending_partition(cfg.dataset, key, build, len(y))
     except ValueError as e:
         raise ConfigError(f"partition={cfg.partition!r}: {e}") from e
 
