@@ -177,6 +177,10 @@ BAD = [
     (["--methods", "dp_fedavg"], "--methods='dp_fedavg': a flag of table configs"),
     (["--scale", "smoke"], "--scale='smoke': a flag of table configs"),
     (["--report-dir", "r"], "--report-dir='r': a flag of table configs"),
+    # issue 35, class 4: odd paths refused before training (they used to fail at the rename)
+    (["--output-dir", "loop"], "output_dir='loop':"),
+    (["--output-dir", "dangling"], "is a symbolic link that leads nowhere"),
+    (["--output-dir", "filed"], "filed/digits-default/p_fedavg-seed0 is a file, not a folder"),
 ]
 if not tensorflow.config.list_physical_devices("GPU"):     # this machine: no GPU
     BAD.append((["--set", "device=\"gpu\""], "device='gpu': TensorFlow sees no GPU"))
@@ -190,7 +194,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
     os.mkfifo(tmp_path / "fifo")
-    extra = [] if any("output_dir" in a for a in args) else ["--set", "output_dir=\"out\""]
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.symlink(tmp_path / "nowhere" / "x", tmp_path / "dangling")
+    (tmp_path / "filed" / "digits-default").mkdir(parents=True)
+    (tmp_path / "filed" / "digits-default" / "p_fedavg-seed0").write_text("")
+    extra = [] if any("output_dir" in a or a == "--output-dir" for a in args) else \
+        ["--set", "output_dir=\"out\""]
     status = run.main(args + extra + ["--quiet"])
     err = capfd.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]

@@ -375,3 +375,61 @@ def test_a_bad_data_cache_entry_is_set_aside_in_one_line_and_rebuilt(tmp_path, c
     assert len(err) == 1 and err[0].startswith(f"data cache {entry}") and "set aside" in err[0]
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     assert (entry / "arrays.npz").exists() and entry.with_name(entry.name + ".bad").is_dir()
+
+
+# ---- issue 35, class 4: full disks, odd paths --------------------------------------------
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 16 KB file system (tmpfs; needs the right to mount, as root has here)."""
+    where = tmp_path / "fs"
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()})")
+    yield where
+    subprocess.run(["umount", str(where)], capture_output=True)
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_a_full_disk_ends_in_one_line_and_leaves_no_lock_and_nothing_complete(small_fs,
+                                                                              tmp_path, fill):
+    if fill:                                        # 0 bytes free
+        fd = os.open(small_fs / "filler", os.O_CREAT | os.O_WRONLY)
+        try:
+            while True:
+                os.write(fd, b"x" * 512)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    for _ in range(2):                              # the rerun is not blocked by a lock
+        done = subprocess.run([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
+                               "rounds=3", "--set", 'methods=["p_fedavg"]', "--set",
+                               f'output_dir="{small_fs / "out"}"'], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        assert lines[0].startswith("error: no space left on device writing") and \
+            "KB free" in lines[0]
+    assert not list(small_fs.rglob("*.lock"))
+    assert not (small_fs / "out" / "digits-default" / "p_fedavg-seed0").exists()
+
+
+def test_an_empty_lock_file_is_stale_once_old_and_says_so(tmp_path, capsys):
+    import time
+    from tff_idp.atomic import STALE_EMPTY_LOCK_SECONDS, FolderLock, FolderLocked
+    folder = tmp_path / "run"
+    lock = tmp_path / "run.lock"
+    lock.write_text("")
+    with pytest.raises(FolderLocked):               # just made: its writer may be writing
+        FolderLock(folder).__enter__()
+    old = time.time() - 2 * STALE_EMPTY_LOCK_SECONDS
+    os.utime(lock, (old, old))
+    capsys.readouterr()
+    with FolderLock(folder):
+        assert lock.read_text().strip().endswith(f":{os.getpid()}")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "names no process" in err[0] and "taken over" in err[0]

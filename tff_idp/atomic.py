@@ -6,9 +6,12 @@ moved into place. Used by the results folders and by the data set store.
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
+import sys
+import time
 from pathlib import Path
 
 HOST = socket.gethostname().replace("-", "_")
@@ -34,22 +37,79 @@ class FolderLock:
             try:
                 fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = self.lock.read_text().strip() if self.lock.exists() else ""
+                holder = _read_holder(self.lock)
                 host, _, pid = holder.partition(":")
                 if host == HOST and pid.isdigit() and not _alive(int(pid)):
                     self.lock.unlink(missing_ok=True)     # its holder died here: take over
                     continue
+                if not pid.isdigit() and _age(self.lock) > STALE_EMPTY_LOCK_SECONDS:
+                    print(f"{self.lock}: names no process (empty or unreadable, e.g. left "
+                          "by a full disk); treated as stale and taken over", file=sys.stderr)
+                    self.lock.unlink(missing_ok=True)
+                    continue
                 raise FolderLocked(
                     f"{self.lock.with_suffix('')}: in use by process {pid or '?'} on "
                     f"{host or '?'} ({self.lock}); if that run is gone, delete the lock file")
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{HOST}:{os.getpid()}\n")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(f"{HOST}:{os.getpid()}\n")
+            except OSError:                 # e.g. a full disk: never leave an empty lock
+                self.lock.unlink(missing_ok=True)
+                raise
             return self
         raise FolderLocked(f"{self.lock}: could not be taken")
 
     def __exit__(self, *exc):
         self.lock.unlink(missing_ok=True)
         return False
+
+
+STALE_EMPTY_LOCK_SECONDS = 10.0   # a lock naming nobody is being written, or was abandoned
+
+
+def _read_holder(lock: Path) -> str:
+    try:
+        return lock.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def is_out_of_space(e: BaseException) -> bool:
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def out_of_space_line(e: OSError, folder: Path) -> str:
+    """One line for a write into ``folder`` that failed for lack of space: the file (when
+    the error names it), the free space left, what to do."""
+    where = Path(e.filename) if e.filename else Path(folder)
+    folder = where if where.is_dir() else where.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = f"{shutil.disk_usage(folder).free / 1024:.0f} KB free"
+    except OSError:
+        free = "free space unknown"
+    return (f"no space left on device writing {where} ({free} in {folder}); nothing was "
+            "marked complete: free some space and run the same command")
+
+
+def folder_conflict(path: Path):
+    """Why a folder cannot be made (or used) at ``path``, or None: it or one of its parents
+    is a regular file, or a symbolic link that leads nowhere (dangling, or a loop)."""
+    p = Path(path).absolute()
+    for part in [p] + list(p.parents):
+        if part.is_symlink() and not part.exists():
+            return f"{part} is a symbolic link that leads nowhere (dangling, or a loop)"
+        if part.exists() and not part.is_dir():
+            return f"{part} is a file, not a folder"
+    return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

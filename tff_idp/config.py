@@ -442,6 +442,10 @@ def check_config_path(path: str) -> None:
 def _check_writable_dir(key: str, path: str) -> None:
     """The folder ``path`` can be created (or is there) and written: its nearest existing
     ancestor must be a writable directory."""
+    from .atomic import folder_conflict
+    why = folder_conflict(Path(path))
+    if why:
+        _fail(key, path, why)
     p = Path(path).absolute()
     probe = p
     while not probe.exists():

@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .atomic import FolderLocked
+from .atomic import FolderLocked, is_out_of_space, out_of_space_line
 from .errors import ConfigError, UnsupportedByBackend
 
 
@@ -214,8 +214,7 @@ def _main(argv, stop) -> int:
         import tensorflow as tf
         from .engine.loop import check_methods
         check_methods(exp)                  # e.g. a split the model has not: before any write
-        if not args.force:
-            _check_run_folders(cfg)
+        _check_run_folders(cfg, foreign=not args.force)
         _stop_point(stop)
         if exp.save_partition is not None:
             exp.save_partition()
@@ -226,6 +225,12 @@ def _main(argv, stop) -> int:
         return 2
     except _StoppedInStartUp:
         return _stopped_line(stop)
+    except OSError as e:
+        if not is_out_of_space(e):
+            raise
+        print(f"error: {out_of_space_line(e, Path(cfg.output_dir) / cfg.name)}",
+              file=sys.stderr)
+        return 1
     finally:
         close_tff()
 
@@ -247,6 +252,12 @@ def _run_table(args, stop) -> int:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
+        from .atomic import folder_conflict
+        for unit in units:
+            for path in (unit.folder, unit.folder.with_name(unit.folder.name + ".partial")):
+                if folder_conflict(path):
+                    raise ConfigError(f"output_dir={str(unit.folder.parents[3])!r}: "
+                                      f"{folder_conflict(path)}")
         if spec.kind == "train":           # the data the runs to train need is here
             to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
             check_data(to_train)
@@ -270,14 +281,20 @@ def _run_table(args, stop) -> int:
     return 1 if failed else 0
 
 
-def _check_run_folders(cfg) -> None:
+def _check_run_folders(cfg, foreign: bool = True) -> None:
     """One-line ConfigError when a method's results folder holds a finished run of another
-    config (two configs with one ``name`` used to overwrite each other silently)."""
+    config (two configs with one ``name`` used to overwrite each other silently), or cannot
+    be a folder (a file, a link to nowhere, in its place)."""
+    from .atomic import folder_conflict
     from .engine.loop import run_fingerprint
     from .engine.persist import foreign_run
     for method in cfg.methods:
         folder = Path(cfg.output_dir) / cfg.name / run_folder_name(cfg, method)
-        theirs = foreign_run(folder, cfg, method)
+        for path in (folder, folder.with_name(folder.name + ".partial")):
+            why = folder_conflict(path)
+            if why:
+                raise ConfigError(f"output_dir={cfg.output_dir!r}: {why}")
+        theirs = foreign_run(folder, cfg, method) if foreign else None
         if theirs is not None:
             raise ConfigError(
                 f"name={cfg.name!r}: {folder} holds a {method} run of another config "

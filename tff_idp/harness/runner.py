@@ -19,7 +19,7 @@ from typing import List, Optional
 
 from tqdm.auto import tqdm
 
-from ..atomic import FolderLocked
+from ..atomic import FolderLocked, is_out_of_space, out_of_space_line
 from ..results import is_complete
 from .table import TableSpec, Unit, expand
 
@@ -49,8 +49,13 @@ def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[s
     except FolderLocked as e:         # another process runs it: its folder is not ours
         return f"{unit.label}: {e}"
     except Exception as e:  # noqa: BLE001 (one failing cell must not stop the table)
-        partial.mkdir(parents=True, exist_ok=True)
-        (partial / FAILED).write_text(traceback.format_exc())
+        try:
+            partial.mkdir(parents=True, exist_ok=True)
+            (partial / FAILED).write_text(traceback.format_exc())
+        except OSError:                   # a full disk: the line below still says why
+            pass
+        if is_out_of_space(e):
+            return f"{unit.label}: {out_of_space_line(e, unit.folder.parent)}"
         return f"{unit.label}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
