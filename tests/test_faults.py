@@ -433,3 +433,70 @@ def test_an_empty_lock_file_is_stale_once_old_and_says_so(tmp_path, capsys):
         assert lock.read_text().strip().endswith(f":{os.getpid()}")
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "names no process" in err[0] and "taken over" in err[0]
+
+
+# ---- issue 35, class 5: reports that cannot print impossible values -------------------------
+
+@pytest.fixture(scope="module")
+def reported_table(tmp_path_factory):
+    """A two-run table (P-FedAvg at two clip scales, 3 rounds), trained once."""
+    from tests.harness.conftest import tiny_table
+    from tff_idp.harness.runner import run_table
+    from tff_idp.harness.table import load_table
+    where = tmp_path_factory.mktemp("reported")
+    spec = load_table(str(tiny_table(where, methods='["p_fedavg"]', seeds=1)))
+    assert run_table(spec, "paper", progress=False) == 0
+    return spec
+
+
+TAMPER = [
+    ("summary.json", "final_test_accuracy", "abc", "could not convert string to float"),
+    ("summary.json", "final_test_accuracy", -3.0, "not a fraction in [0, 1]"),
+    ("summary.json", "final_test_accuracy", "nan", "not a fraction in [0, 1]"),
+    ("summary.json", "final_test_accuracy", "inf", "not a fraction in [0, 1]"),
+    ("summary.json", "seconds_total", None, "no seconds_total"),
+    ("summary.json", "privacy", [1, 2], "privacy is not an object"),
+    ("metrics.csv", "test_accuracy", "abc", "could not convert string to float"),
+]
+
+
+@pytest.mark.parametrize("name,key,value,why", TAMPER)
+def test_a_tampered_run_is_listed_as_unreadable_and_the_rest_is_reported(
+        reported_table, tmp_path, name, key, value, why):
+    import csv
+    import json
+    import shutil
+
+    from tff_idp.harness.table import expand
+    from tff_idp.report import write_report
+    units = expand(reported_table, "paper")
+    backup = tmp_path / "backup"
+    shutil.copytree(units[0].folder, backup)
+    try:
+        path = units[0].folder / name
+        if name == "summary.json":
+            s = json.loads(path.read_text())
+            if value is None:
+                del s[key]
+            else:
+                s[key] = value
+            path.write_text(json.dumps(s))
+        else:
+            rows = list(csv.DictReader(open(path)))
+            rows[1][key] = value
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+        report = write_report(reported_table, "paper", tmp_path / "report").read_text()
+    finally:
+        shutil.rmtree(units[0].folder)
+        shutil.copytree(backup, units[0].folder)
+    assert f"unreadable: {path}: " in report and why in report, report
+    assert "1 of 2 runs complete" in report
+    table = [line for line in report.split("## ")[0].splitlines() if line.startswith("|")]
+    assert table and not any(bad in line.lower() for line in table
+                             for bad in ("-300.00", "nan", "inf"))
+    table = "\n".join(table)
+    good = json.loads((units[1].folder / "summary.json").read_text())
+    assert f"{100 * good['final_test_accuracy']:.2f}" in table

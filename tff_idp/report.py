@@ -48,18 +48,26 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
     complete results folders."""
     from .harness import cost
-    from .results import reported_accuracy
+    from .results import is_complete, reported_accuracy
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
-                              "observers": [], "audits": []})
-        if not unit_complete(u):
+                              "observers": [], "audits": [], "unreadable": []})
+        if not is_complete(u.folder):
+            c["missing"].append(u.label)
+            continue
+        try:
+            s, curve = read_run(u.folder)
+        except UnreadableRun as e:           # listed, counted as missing, never printed
+            c["unreadable"].append(str(e))
+            c["missing"].append(u.label)
+            continue
+        if not unit_complete(u):             # made with another config: stale
             c["missing"].append(u.label)
             continue
         c["flops"] += cost.unit_cost(u.cfg)["flops"]
-        s = _read_json(u.folder / "summary.json")
         c["acc"].append(100.0 * reported_accuracy(s))
         c["seconds"].append(float(s["seconds_total"]))
         c["wall"].append((float(s["seconds_setup"]), float(s["seconds_eval"]))
@@ -73,12 +81,59 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["observers"].append(s["privacy"])
         if s.get("audit"):
             c["audits"].append((u.seed, s["audit"]))
-        metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
-        with open(u.folder / "metrics.csv") as f:
-            c["curves"].append([100.0 * float(r[metric]) if r.get(metric)
-                                not in (None, "", "nan") else math.nan
-                                for r in csv.DictReader(f)])
+        c["curves"].append(curve)
     return cells
+
+
+class UnreadableRun(ValueError):
+    """A complete-looking run folder whose files a report must not print from."""
+
+
+def _fraction(value, what: str) -> float:
+    v = float(value)
+    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+        raise ValueError(f"{what} is {value!r}, not a fraction in [0, 1]")
+    return v
+
+
+def read_run(folder: Path):
+    """(summary, accuracy curve in %) of a run folder, or UnreadableRun("<file>: <why>"):
+    the reported accuracy a finite fraction in [0, 1], seconds finite and non-negative, the
+    privacy record (if any) an object, every per-round accuracy a fraction or empty / nan
+    (a round not evaluated)."""
+    from .results import reported_accuracy
+    path = folder / "summary.json"
+    try:
+        s = _read_json(path)
+        if not isinstance(s, dict):
+            raise ValueError("not a JSON object")
+        _fraction(reported_accuracy(s), "the accuracy")
+        seconds = float(s["seconds_total"])
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"seconds_total is {s['seconds_total']!r}")
+        if s.get("seconds_wall") is not None:
+            float(s["seconds_setup"]), float(s["seconds_eval"])
+        for key in ("privacy", "plan", "audit"):
+            if key in s and not isinstance(s[key], dict):
+                raise ValueError(f"{key} is not an object")
+        if "groups" in s.get("privacy", {}) and not isinstance(s["privacy"]["groups"], dict):
+            raise ValueError("privacy.groups is not an object")
+    except KeyError as e:
+        raise UnreadableRun(f"{path}: no {e.args[0]}") from e
+    except (OSError, ValueError, TypeError) as e:
+        raise UnreadableRun(f"{path}: {e}") from e
+    metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
+    path = folder / "metrics.csv"
+    try:
+        with open(path) as f:
+            curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
+                     if r.get(metric) not in (None, "", "nan") else math.nan
+                     for r in csv.DictReader(f)]
+    except KeyError as e:
+        raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
+    except (OSError, ValueError, TypeError) as e:
+        raise UnreadableRun(f"{path}: {e}") from e
+    return s, curve
 
 
 def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
@@ -446,6 +501,10 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         if missing:
             md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
                    (" ..." if len(missing) > 20 else ""), ""]
+        unreadable = [w for c in cells.values() for w in c["unreadable"]]
+        if unreadable:
+            md += [f"Unreadable runs ({len(unreadable)}, counted as missing): " +
+                   "; ".join(f"unreadable: {w}" for w in unreadable), ""]
         privacy = observer_rows(cells)
         if privacy:
             md += ["## Privacy, by observer", "",
