@@ -81,9 +81,11 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
         if value:
             lines.append(f"#SBATCH --{flag.replace('_', '-')}={value}")
     lines += [f"#SBATCH {extra}" for extra in args.sbatch]
+    gpu = bool(args.gpus) or "gpu" in (args.gres or "")
     task = " ".join(shlex.quote(t) for t in
                     [python, "-m", "tff_idp.harness.task", str(spec.path.resolve()), "--scale",
-                     scale, "--max-requeues", str(args.max_requeues)])
+                     scale, "--max-requeues", str(args.max_requeues)] +
+                    (["--require-gpu"] if gpu else []))
     lines += ["",
               "# one unit (cell x method x seed) per array task; a complete unit is skipped,",
               "# an interrupted one resumes from its checkpoint",
@@ -105,6 +107,15 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
               'exit "$status"',
               ""]
     return "\n".join(lines)
+
+
+def shell_syntax_error(script: str):
+    """``bash -n``'s first complaint about ``script``, or None when it parses."""
+    done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[0].split(": ", 1)[-1] if lines else f"exit status {done.returncode}"
 
 
 def main(argv=None) -> int:
@@ -187,8 +198,6 @@ def main(argv=None) -> int:
     todo = [i for i, u in enumerate(units) if not unit_complete(u)]
     slurm_dir = root / "slurm"
     log_dir = slurm_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    write_units_list(units, slurm_dir / "units.tsv")
     if not todo:
         print(f"{spec.name} at scale {args.scale}: every unit is complete; nothing to submit")
         return 0
@@ -196,9 +205,16 @@ def main(argv=None) -> int:
     python = str(Path(args.python or sys.executable).absolute())
     if args.time is None:
         args.time = default_time([units[i] for i in todo])
+    text = sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(), python)
+    why = shell_syntax_error(text)
+    if why:                                # e.g. an unbalanced quote in a --setup line
+        print(f"error: --setup={args.setup!r}: the batch script would not parse (bash -n: "
+              f"{why}); nothing written", file=sys.stderr)
+        return 2
+    log_dir.mkdir(parents=True, exist_ok=True)
+    write_units_list(units, slurm_dir / "units.tsv")
     script = slurm_dir / "array.sbatch"
-    script.write_text(sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(),
-                                    python))
+    script.write_text(text)
     print(f"wrote {script} ({len(todo)} of {len(units)} units; index -> unit in "
           f"{slurm_dir / 'units.tsv'})")
     if args.dry_run:

@@ -84,12 +84,27 @@ def test_slurm_script_and_task_logic(table, tmp_path):
                  "#SBATCH --mail-type=END,FAIL", "#SBATCH --exclusive", "set -euo pipefail",
                  f"cd {ROOT}", "module load cuda/12.2",
                  f"srun --ntasks=1 {python} -m tff_idp.harness.task {table.resolve()} "
-                 "--scale smoke --max-requeues 3"):
+                 "--scale smoke --max-requeues 3 --require-gpu"):
         assert line in script, line
     assert "B:TERM" not in script and "source .venv" not in script
     assert len((spec.out_root("smoke") / "slurm" / "units.tsv").read_text().splitlines()) == 4
-    # the script itself, as array task 2, on this machine (srun runs the task here)
     env = dict(_fake_slurm(tmp_path), SLURM_ARRAY_TASK_ID="2", SLURM_ARRAY_JOB_ID="77")
+    import tensorflow as tf
+    if not tf.config.list_physical_devices("GPU"):
+        # a GPU job on a node without a GPU (this machine): one line, exit 2, not requeued
+        ran = subprocess.run(["bash", str(script_path)], env=env, capture_output=True,
+                             text=True, timeout=600, cwd=tmp_path)
+        errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+        assert ran.returncode == 2 and len(errors) == 1, ran.stderr[-1500:]
+        assert "TensorFlow sees no GPU" in errors[0] and "not requeued" in errors[0]
+        assert not (tmp_path / "scontrol.log").exists()
+        assert [folder_state(u) for u in units] == ["pending"] * 4
+        (tmp_path / "module.log").unlink()
+    # the script itself, as array task 2, on this machine (srun runs the task here), as a
+    # CPU job (--gres '')
+    assert _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
+                 "--gres", "", "--setup", "module load cuda/12.2"]).returncode == 0
+    assert "--require-gpu" not in script_path.read_text()
     ran = subprocess.run(["bash", str(script_path)], env=env, capture_output=True, text=True,
                          timeout=600, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-1500:]
@@ -169,6 +184,18 @@ def test_sigterm_checkpoints_counts_stops_and_fails_after_the_cap(table, tmp_pat
     retry = _run(["tff_idp.harness.task", str(table), "--scale", "paper"], env=env)
     assert retry.returncode == 0, retry.stderr[-1500:]
     assert folder_state(unit) == "done" and not (unit.folder / "heartbeat.json").exists()
+
+
+def test_a_setup_line_that_breaks_the_script_is_refused_and_nothing_is_written(table):
+    """An unbalanced quote in --setup used to give a script that fails ``bash -n``."""
+    spec = load_table(str(table))
+    proc = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
+                 "--setup", "export NAME='unbalanced"])
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and
+             "tensorflow/" not in line]            # TF's import-time log (this env's level)
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: --setup=") and "would not parse (bash -n:" in lines[0]
+    assert not (spec.out_root("smoke") / "slurm").exists()
 
 
 def test_submit_refuses_a_table_whose_data_are_not_staged(tmp_path):

@@ -4,11 +4,13 @@ Runs one unit of a table: the one at ``--index`` or, without it, at ``$SLURM_ARR
 (what a Slurm array task runs). A complete unit is skipped; an interrupted one resumes from
 its checkpoint (a requeued, preempted task picks up where it stopped), and a retry clears the
 unit's old ``FAILED.txt``. SIGTERM (Slurm's time-limit signal or a preemption) finishes the
-round, checkpoints and exits 143, for the batch script to requeue the task; in a Slurm job, a
-stop near the job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not say) is counted in
-the unit's folder, and after ``--max-requeues`` of them the unit fails instead (a time limit
-too short for one unit would requeue it forever). Exit status: 0 done, 1 the run failed
-(``FAILED.txt`` in its ``.partial`` folder), 2 bad input, 143 stopped to be requeued.
+round, checkpoints and exits 143, for the batch script to requeue the task; in a Slurm job,
+a stop near the job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not
+say) is counted in the unit's folder, and after ``--max-requeues`` of them the unit fails
+instead (a time limit too short for one unit would requeue it forever). With ``--require-gpu`` (the batch script
+passes it when the job asks for a GPU) a node where TensorFlow sees none fails at once.
+Exit status: 0 done, 1 the run failed (``FAILED.txt`` in its ``.partial`` folder), 2 bad
+input or no GPU, 143 stopped to be requeued.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ def main(argv=None) -> int:
     p.add_argument("--index", type=int, default=None)
     p.add_argument("--output-dir", default=None)
     p.add_argument("--max-requeues", type=int, default=3)
+    p.add_argument("--require-gpu", action="store_true",
+                   help="fail at once (exit 2, one line, not requeued) when TensorFlow sees "
+                        "no GPU: a GPU job on a node without one must not train on its CPU")
     args = p.parse_args(argv)
     from ..runtime import exit_cleanly_on_sigterm, quiet_tf_logs
     quiet_tf_logs()
@@ -34,6 +39,14 @@ def main(argv=None) -> int:
     from .runner import run_unit_recording_failure, unit_complete
     from .table import expand, load_table
     try:
+        if args.require_gpu:
+            from ..runtime import select_device
+            try:
+                select_device("gpu")
+            except ConfigError as e:
+                host = os.uname().nodename
+                raise ConfigError(f"{e} ({host}); a GPU job must not train on the CPU; "
+                                  "not requeued") from e
         index = args.index
         if index is None:
             raw = os.environ.get("SLURM_ARRAY_TASK_ID")
