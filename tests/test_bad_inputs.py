@@ -177,6 +177,16 @@ BAD = [
     (["--methods", "dp_fedavg"], "--methods='dp_fedavg': a flag of table configs"),
     (["--scale", "smoke"], "--scale='smoke': a flag of table configs"),
     (["--report-dir", "r"], "--report-dir='r': a flag of table configs"),
+    # issue 35, class 3: values beyond what the code can represent or the machine can hold
+    (["--set", "local_steps=1000000000"], "local_steps=1000000000: must be at most 1,000,000"),
+    (["--set", "batch_size=1000000000"], "batch_size=1000000000: must be at most 1,000,000"),
+    (["--set", "local_steps=100000", "--set", "batch_size=10000"],
+     "local_steps=100000, batch_size=10000: a round needs at least"),
+    (["--set", "rounds=1000000000000"], "rounds=1000000000000: must be at most 1,000,000"),
+    (["--set", "clip=1e300"], "clip=1e+300: must be in [1e-08, 1e+08]"),
+    (["--set", "clip=1e-300"], "clip=1e-300: must be in [1e-08, 1e+08]"),
+    (["--set", "seed=1180591620717411303424"],
+     "seed=1180591620717411303424: must be at most 4,294,967,295"),
     # issue 35, class 4: odd paths refused before training (they used to fail at the rename)
     (["--output-dir", "loop"], "output_dir='loop':"),
     (["--output-dir", "dangling"], "is a symbolic link that leads nowhere"),

@@ -239,12 +239,25 @@ def _check_audit(cfg: ExperimentConfig) -> None:
                   "part; canaries audit methods whose whole update is shared")
 
 
+# largest values the code represents: seeds seed numpy's and TensorFlow's 32-bit streams;
+# a ledger and metrics row per round; the rest keep a round's plan within reach of memory
+# (the memory estimate, engine.memory, refuses what still cannot fit)
+LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
+          "local_steps": 1_000_000, "batch_size": 1_000_000, "local_epochs": 10_000,
+          "personal_epochs": 10_000, "head_epochs": 10_000, "fast_chunk_size": 100_000}
+CLIP_RANGE = (1e-8, 1e8)
+
+
 def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     from .data import FEDERATED, SOURCES
     from .models import MODELS
     _check_finite(cfg)
     if cfg.seed < 0:
         _fail("seed", cfg.seed, "must be a non-negative integer")
+    for key, top in LIMITS.items():        # beyond what the code can represent or hold
+        value = getattr(cfg, key)
+        if value is not None and value > top:
+            _fail(key, value, f"must be at most {top:,}")
     for m in cfg.methods:
         if m not in METHODS:
             _fail("methods", m, f"unknown method; choose from {sorted(METHODS)}")
@@ -302,6 +315,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("expected_rate", cfg.expected_rate, "must be in (0, 1]")
     if not cfg.clip > 0:
         _fail("clip", cfg.clip, "must be positive")
+    if not CLIP_RANGE[0] <= cfg.clip <= CLIP_RANGE[1]:
+        _fail("clip", cfg.clip, f"must be in [{CLIP_RANGE[0]:g}, {CLIP_RANGE[1]:g}] (norms "
+              "outside it overflow or vanish in float32)")
     for key in ("local_lr", "batch_size", "local_steps", "eval_every"):
         if not getattr(cfg, key) > 0:
             _fail(key, getattr(cfg, key), "must be positive")

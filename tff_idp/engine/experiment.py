@@ -16,6 +16,7 @@ from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
                     label_shards, load, pachinko, validation_split)
 from ..methods import METHODS
 from ..privacy import BudgetExceededError, PrivacyLedger
+from .memory import check_fits
 
 
 @dataclasses.dataclass
@@ -162,6 +163,7 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
     groups, setting, plans = plan_all(cfg)     # every refusal before the first write
+    check_fits(cfg, data, [q for p in plans.values() for q in p.rates])
     indices, save = pending_partition(cfg, data)
     validation = None
     if cfg.validation_fraction > 0:

@@ -1,0 +1,62 @@
+"""A lower bound on what a run holds in memory, checked before any work (issue 35): a config
+that cannot fit is refused in one line with the estimate and the machine's memory, instead
+of growing until the kernel kills it. No TensorFlow.
+
+Counted (bytes): the data set as float32 arrays; each round's training plan for the expected
+cohort, q_max n clients x local_steps x batch_size positions (int64 order, int32 position and
+float32 weight per example-step: 16 bytes, ``algorithms.client_work.padded_order``); and the
+examples a chunk of min(cohort, fast_chunk_size) clients gathers for its local steps, as
+float32. Model weights, activations and TensorFlow's own memory come on top: the estimate
+only refuses what certainly cannot fit.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+PLAN_BYTES_PER_STEP = 16
+REFUSE_ABOVE = 0.9          # of the machine's memory
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory, or the cgroup's limit when that is smaller (a Slurm job's --mem)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = open(path).read().strip()
+        except OSError:
+            continue
+        if raw.isdigit():
+            total = min(total, int(raw))
+    return int(total)
+
+
+def estimate_bytes(cfg, data, rates) -> dict:
+    """{"data", "plan", "chunk", "total"} in bytes for ``cfg`` on ``data`` with per-group
+    sampling rates ``rates`` (the largest one taken for the whole cohort)."""
+    example = 4 * int(np.prod(data.x_train.shape[1:]) if data.x_train.ndim > 1 else 1)
+    data_bytes = example * (len(data.x_train) + len(data.x_test))
+    cohort = max(1, math.ceil(max(rates) * cfg.num_clients)) if len(rates) else 1
+    steps = cfg.local_steps * cfg.batch_size
+    if cfg.local_epochs is not None:      # epochs over a client's share of the examples
+        steps = cfg.local_epochs * max(1, len(data.x_train) // max(cfg.num_clients, 1))
+    plan = cohort * steps * PLAN_BYTES_PER_STEP
+    chunk = min(cohort, cfg.fast_chunk_size) * steps * example
+    return {"data": data_bytes, "plan": plan, "chunk": chunk,
+            "total": data_bytes + plan + chunk}
+
+
+def check_fits(cfg, data, rates, have: int = None) -> None:
+    """ConfigError (one line) when :func:`estimate_bytes` exceeds 90% of the memory."""
+    from ..errors import ConfigError
+    have = machine_memory_bytes() if have is None else have
+    need = estimate_bytes(cfg, data, rates)
+    if need["total"] > REFUSE_ABOVE * have:
+        gb = lambda b: f"{b / 2 ** 30:.3g} GB"
+        raise ConfigError(
+            f"local_steps={cfg.local_steps}, batch_size={cfg.batch_size}: a round needs at "
+            f"least {gb(need['total'])} (data {gb(need['data'])}, the cohort's training plan "
+            f"{gb(need['plan'])}, a chunk's examples {gb(need['chunk'])}); this machine has "
+            f"{gb(have)}")
