@@ -11,7 +11,8 @@ A table file is TOML with a ``[table]`` section::
                                       # "bounds" (MS-PAFL's closed forms, harness.bounds)
     layout = "method x dataset"       # rows x columns of the rendered table, one of LAYOUTS
     methods = ["p_fedavg", ...]
-    seeds = 3                         # seeds 0 .. seeds-1
+    seeds = 3                         # seeds first_seed .. first_seed + seeds - 1
+    first_seed = 0                    # optional: more seeds of a table run before
     figures = ["convergence"]         # optional: "convergence", "rates"
 
     [base]                            # config keys shared by every cell (ExperimentConfig)
@@ -42,8 +43,8 @@ from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
            "dataset/method x value")
 KINDS = ("train", "noise", "rates", "bounds")
-TABLE_KEYS = {"name", "title", "source", "kind", "layout", "methods", "seeds", "figures",
-              "notes", "rates_sweep"}
+TABLE_KEYS = {"name", "title", "source", "kind", "layout", "methods", "seeds", "first_seed",
+              "figures", "notes", "rates_sweep"}
 OFFLINE = {"digits", "adult-standin"}
 
 
@@ -184,6 +185,7 @@ class TableSpec:
     reference: dict
     notes: str = ""
     rates_sweep: Optional[dict] = None
+    first_seed: int = 0                  # the seeds are first_seed .. first_seed + seeds - 1
     bounds: Optional[object] = None       # kind "bounds": harness.bounds.BoundsSpec
 
     def cell_values(self, dataset: str, column: Optional[int]) -> dict:
@@ -284,6 +286,9 @@ def load_table(path: str) -> TableSpec:
     seeds = t.get("seeds", 3)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds <= 0:
         _fail("table.seeds", seeds, "must be a positive number of seeds")
+    first_seed = t.get("first_seed", 0)
+    if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
+        _fail("table.first_seed", first_seed, "must be a non-negative integer")
     methods = t.get("methods")
     if not isinstance(methods, list) or not methods:
         _fail("table.methods", methods, "the grid is empty: list at least one method")
@@ -322,7 +327,8 @@ def load_table(path: str) -> TableSpec:
             _fail("reference", ds, f"is not one of the data sets {sorted(datasets)}")
     spec = TableSpec(p, t["name"], t["title"], t.get("source", ""), t["kind"], t["layout"],
                      methods, seeds, figures, raw.get("base", {}), datasets, axis,
-                     raw.get("reference", {}), t.get("notes", ""), t.get("rates_sweep"))
+                     raw.get("reference", {}), t.get("notes", ""), t.get("rates_sweep"),
+                     first_seed)
     if "axis" in spec.layout and axis is None:
         _fail("table.layout", spec.layout, "needs an [axis]")
     if (spec.kind == "bounds") != ("bounds" in raw):
@@ -354,7 +360,8 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
     if scale not in SCALES:
         _fail("--scale", scale, f"no such scale; choose from {', '.join(SCALES)}")
     s = SCALES[scale]
-    seeds = range(min(spec.seeds, s.get("seeds") or spec.seeds))
+    seeds = range(spec.first_seed,
+                  spec.first_seed + min(spec.seeds, s.get("seeds") or spec.seeds))
     root = spec.out_root(scale, output_dir)
     units = []
     for ds in spec.datasets:
