@@ -139,10 +139,11 @@ def test_check_lists_present_and_missing_and_exits_1(made_files, tmp_path):  # n
     proc = _cli(["fetch", "--check", str(path)], tmp_path)
     out = proc.stdout.splitlines()
     assert proc.returncode == 1, proc.stderr
-    # the subprocess checks the real checksums: the test's files are not Fashion-MNIST's,
-    # but presence is by file, as for the run's own check
-    assert out[0] == "2 of 4 data sets here, 2 missing:"
-    assert re.match(r"\s+fashion_mnist\s+present\s+" + re.escape(str(root)), out[1])
+    # the subprocess checks the real checksums: the test's files are not Fashion-MNIST's, and
+    # --check says so (issue 35: a damaged or altered copy is not "present")
+    assert out[0] == "1 of 4 data sets here, 3 missing:"
+    assert re.match(r"\s+fashion_mnist\s+missing\s+" + re.escape(str(root)) +
+                    r".*: damaged: .*train-images-idx3-ubyte.gz.*sha256", out[1]), out[1]
     assert re.match(r"\s+shakespeare-leaf\s+missing\s+.*not staged", out[2])
     assert re.match(r"\s+cifar10\s+missing\s+" + re.escape(str(tmp_path / "tfds")), out[3])
     assert "without --check" in out[-1]
