@@ -502,3 +502,17 @@ def test_a_tampered_run_is_listed_as_unreadable_and_the_rest_is_reported(
     table = "\n".join(table)
     good = json.loads((units[1].folder / "summary.json").read_text())
     assert f"{100 * good['final_test_accuracy']:.2f}" in table
+
+
+def test_a_table_unit_folder_that_is_a_file_is_refused_before_any_run(tmp_path, capsys):
+    from tests.harness.conftest import tiny_table
+    from tff_idp import run
+    path = tiny_table(tmp_path, methods='["p_fedavg"]', seeds=1)
+    cell = tmp_path / "results" / "tiny" / "smoke" / "digits" / "1x"
+    cell.mkdir(parents=True)
+    (cell / "p_fedavg-seed0").write_text("")
+    assert run.main([str(path), "--scale", "smoke", "--quiet"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"error: output_dir='{tmp_path / 'results' / 'tiny' / 'smoke'}': "
+                   f"{cell / 'p_fedavg-seed0'} is a file, not a folder"]
+    assert not (cell.parent / "2x").exists()

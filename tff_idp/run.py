@@ -255,9 +255,10 @@ def _run_table(args, stop) -> int:
         from .atomic import folder_conflict
         for unit in units:
             for path in (unit.folder, unit.folder.with_name(unit.folder.name + ".partial")):
-                if folder_conflict(path):
-                    raise ConfigError(f"output_dir={str(unit.folder.parents[3])!r}: "
-                                      f"{folder_conflict(path)}")
+                why = folder_conflict(path)
+                if why:
+                    root = spec.out_root(args.scale, args.output_dir)
+                    raise ConfigError(f"output_dir={str(root)!r}: {why}")
         if spec.kind == "train":           # the data the runs to train need is here
             to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
             check_data(to_train)
