@@ -7,8 +7,9 @@ unit's old ``FAILED.txt``. SIGTERM (Slurm's time-limit signal or a preemption) f
 round, checkpoints and exits 143, for the batch script to requeue the task; in a Slurm job,
 a stop near the job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not
 say) is counted in the unit's folder, and after ``--max-requeues`` of them the unit fails
-instead (a time limit too short for one unit would requeue it forever). With ``--require-gpu`` (the batch script
-passes it when the job asks for a GPU) a node where TensorFlow sees none fails at once.
+instead (a time limit too short for one unit would requeue it forever). With
+``--require-gpu`` (the batch script passes it when the job asks for a GPU) a node where
+TensorFlow sees none fails at once.
 Exit status: 0 done, 1 the run failed (``FAILED.txt`` in its ``.partial`` folder), 2 bad
 input or no GPU, 143 stopped to be requeued.
 """
