@@ -516,3 +516,49 @@ def test_a_table_unit_folder_that_is_a_file_is_refused_before_any_run(tmp_path, 
     assert err == [f"error: output_dir='{tmp_path / 'results' / 'tiny' / 'smoke'}': "
                    f"{cell / 'p_fedavg-seed0'} is a file, not a folder"]
     assert not (cell.parent / "2x").exists()
+
+
+def test_a_long_round_stops_at_the_next_chunk_and_resumes_to_the_same_metrics(tmp_path):
+    """Issue 35, class 3: a stop request reaches a round between two chunks of clients; the
+    round is dropped, the run stops at the checkpoint of the round before, and resuming
+    redoes that round exactly (the metrics equal an uninterrupted run's)."""
+    import csv
+    import json
+    import signal
+    import time
+
+    import numpy as np
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", 'methods=["p_fedavg"]',
+            "--set", 'backend="fast"', "--set", "expected_rate=1.0", "--set",
+            "fast_chunk_size=2", "--set", "local_steps=20", "--set", "rounds=4", "--set",
+            "checkpoint_every=0"]
+    ref = subprocess.run(args + ["--set", 'output_dir="ref"'], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert ref.returncode == 0, ref.stderr
+    proc = subprocess.Popen(args + ["--set", 'output_dir="out"'], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = tmp_path / "out" / "digits-default" / "p_fedavg-seed0.partial"
+    deadline = time.time() + 300
+    while not (partial / "heartbeat.json").exists() and time.time() < deadline:
+        time.sleep(0.02)                               # round 1 is done
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    lines = [line for line in err.splitlines() if line.strip()]
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the signal landed")
+    assert proc.returncode == 143 and len(lines) == 1, err
+    if "stopped during round" not in lines[0]:        # landed on a round's end instead
+        pytest.skip(f"the signal landed between rounds: {lines[0]}")
+    r = int(lines[0].split("stopped during round ")[1].split(" ")[0])
+    with np.load(partial / "checkpoint.npz", allow_pickle=False) as z:
+        assert json.loads(str(z["meta"]))["rounds_done"] == r - 1
+    again = subprocess.run(args + ["--set", 'output_dir="out"'], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+
+    def accuracies(root):
+        with open(tmp_path / root / "digits-default" / "p_fedavg-seed0" / "metrics.csv") as f:
+            return [r["test_accuracy"] for r in csv.DictReader(f)]
+    assert accuracies("out") == accuracies("ref")

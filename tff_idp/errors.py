@@ -9,3 +9,8 @@ class ConfigError(ValueError):
 
 class UnsupportedByBackend(ValueError):
     """The method or setting is not implemented by this backend (never a silent fallback)."""
+
+
+class RoundInterrupted(Exception):
+    """A stop request reached a round between two chunks of clients: the round is dropped
+    (nothing of it was applied) and the run stops at the checkpoint of the round before."""

@@ -84,6 +84,11 @@ class StopRequests:
         return 128 + int(self.signum)
 
 
+def stop_requested() -> bool:
+    """A stop request (Ctrl-C, SIGTERM) is pending: long work checks it between its steps."""
+    return StopRequests._active is not None and StopRequests._active.signum is not None
+
+
 def import_tff():
     """Import tensorflow_federated with its worker guaranteed to be stopped at exit, and to
     die with this process even when it is killed with SIGKILL (no exit code runs then)."""

@@ -23,7 +23,8 @@ import tensorflow as tf
 from ..algorithms.client_work import ClientTrainer, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
-from ..errors import UnsupportedByBackend  # noqa: F401 (raised here, caught by run)
+from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
+from ..runtime import stop_requested
 
 
 def _agg_metric(agg, key):
@@ -240,6 +241,8 @@ class FastBackend:
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
         sums, extra, stats, kept = None, None, tf.zeros([4]), []
         for a in range(0, len(infos), self.chunk):
+            if a and stop_requested():       # a long round stops at the next chunk; nothing
+                raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
             part, e, s, rows = self._chunk_fn(
                 self._weights, self.state,

@@ -35,6 +35,7 @@ from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
+from ..errors import RoundInterrupted
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS
@@ -359,6 +360,27 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
                               validation, finetune, reparam)
 
 
+def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, store,
+                       rng_before, ledger, rows, bar, stop):
+    """A stop request reached round ``rnd`` between two chunks of clients: nothing of the
+    round was applied (the backend updates weights and state at its end), so the run stops
+    at the checkpoint of the rounds before, with the random state from before the round's
+    cohort was drawn: resuming redoes the round exactly."""
+    bar.close()
+    if checkpoint_dir is not None and rnd > 0:
+        save_checkpoint(Path(checkpoint_dir), fingerprint, rnd, runner.snapshot(),
+                        store.snapshot(), rng_before, ledger.participation, ledger.history,
+                        rows, ledger.server_precision)
+        where = (f"resume from the checkpoint of round {rnd} by running the same command "
+                 f"(round {rnd + 1} is done again)")
+    else:
+        where = ("no checkpoint (no results folder)" if checkpoint_dir is None else
+                 "nothing to resume from (run the same command to start again)")
+    print(f"{method}: stopped during round {rnd + 1} of {cfg.rounds}; {where}",
+          file=sys.stderr)
+    raise SystemExit(stop.exit_status)
+
+
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
             fingerprint, checkpoint_dir, on_round, stop, audit=None):
     """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
@@ -374,6 +396,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                   "command to go on", file=sys.stderr)
             raise SystemExit(stop.exit_status)
         t0 = time.perf_counter()
+        rng_before = rng.bit_generator.state          # a round stopped half-way: redone
         cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
         noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
         batches, infos, ids = [[] for _ in program.phases], [], []
@@ -399,7 +422,12 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                                  np.int32).reshape(-1, 2))
         if ids or runner.noise_in_empty_rounds:     # module docstring: empty rounds
             extra = {} if canaries is None else {"canaries": canaries}
-            measurements, kept = runner.step(batches, infos, rnd, store.gather(ids), **extra)
+            try:
+                measurements, kept = runner.step(batches, infos, rnd, store.gather(ids),
+                                                 **extra)
+            except RoundInterrupted:
+                _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner,
+                                   store, rng_before, ledger, rows, bar, stop)
             store.scatter(ids, kept)
             if not ids:                  # nothing trained: no loss or clipping to show
                 measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
