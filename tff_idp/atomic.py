@@ -112,6 +112,13 @@ def folder_conflict(path: Path):
     return None
 
 
+def run_folder_conflict(folder: Path):
+    """:func:`folder_conflict` of a results folder or of its ``.partial`` sibling."""
+    folder = Path(folder)
+    return folder_conflict(folder) or folder_conflict(
+        folder.with_name(folder.name + ".partial"))
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")

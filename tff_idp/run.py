@@ -252,13 +252,12 @@ def _run_table(args, stop) -> int:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
-        from .atomic import folder_conflict
+        from .atomic import run_folder_conflict
         for unit in units:
-            for path in (unit.folder, unit.folder.with_name(unit.folder.name + ".partial")):
-                why = folder_conflict(path)
-                if why:
-                    root = spec.out_root(args.scale, args.output_dir)
-                    raise ConfigError(f"output_dir={str(root)!r}: {why}")
+            why = run_folder_conflict(unit.folder)
+            if why:
+                root = spec.out_root(args.scale, args.output_dir)
+                raise ConfigError(f"output_dir={str(root)!r}: {why}")
         if spec.kind == "train":           # the data the runs to train need is here
             to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
             check_data(to_train)
@@ -286,15 +285,14 @@ def _check_run_folders(cfg, foreign: bool = True) -> None:
     """One-line ConfigError when a method's results folder holds a finished run of another
     config (two configs with one ``name`` used to overwrite each other silently), or cannot
     be a folder (a file, a link to nowhere, in its place)."""
-    from .atomic import folder_conflict
+    from .atomic import run_folder_conflict
     from .engine.loop import run_fingerprint
     from .engine.persist import foreign_run
     for method in cfg.methods:
         folder = Path(cfg.output_dir) / cfg.name / run_folder_name(cfg, method)
-        for path in (folder, folder.with_name(folder.name + ".partial")):
-            why = folder_conflict(path)
-            if why:
-                raise ConfigError(f"output_dir={cfg.output_dir!r}: {why}")
+        why = run_folder_conflict(folder)
+        if why:
+            raise ConfigError(f"output_dir={cfg.output_dir!r}: {why}")
         theirs = foreign_run(folder, cfg, method) if foreign else None
         if theirs is not None:
             raise ConfigError(
