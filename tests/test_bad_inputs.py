@@ -122,6 +122,7 @@ BAD = [
     (["--set", "checkpoint_every=-1"], "checkpoint_every=-1"),
     (["--set", "test_examples=0"], "test_examples=0"),
     (["--set", "test_examples=-5"], "test_examples=-5"),
+    (["--set", "curve_test_examples=0"], "curve_test_examples=0"),
     (["--set", "fast_chunk_size=0"], "fast_chunk_size=0"),
     (["--set", "fast_chunk_size=1.5"], "fast_chunk_size=1.5: must be an integer"),
     (["--set", "seed=1.5"], "seed=1.5: must be an integer"),

@@ -49,6 +49,9 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--model", "nope"], "--model='nope': choose from"),
     (["--clients", "0"], "--clients=0: must be >= 1"),
     (["--rounds", "0"], "--rounds=0: must be >= 1"),
+    (["--model", "digits_mlp"], "--model='digits_mlp': the bench has inputs for image models"),
+    (["--model", "char_lstm", "--chunk", "0"], "--chunk=0: must be >= 1"),
+    (["--eval-examples", "0"], "--eval-examples=0: must be >= 1"),
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
     (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1")])
 def test_bad_bench_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):

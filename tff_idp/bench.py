@@ -3,7 +3,10 @@
 compute ceiling, on one configuration, in one process.
 
 Default: GDPFed's FMNIST setting (2-layer CNN of 582k parameters, 120 clients per round,
-5 local steps, batch 10) on synthetic 28x28x1 inputs. Each runner gets ``--warmup`` rounds,
+5 local steps, batch 10) on synthetic 28x28x1 inputs. ``--model char_lstm``: its Shakespeare
+setting (Table I: 71 clients per round = 10% of 712, 30 local steps of batch 4, momentum 0.9)
+on synthetic 80-character sequences, and the ``eval`` runner times evaluation's forward pass
+over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``). Each runner gets ``--warmup`` rounds,
 then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
 example-steps as plain TF training steps at batch ``clients * batch``. Prints a table, writes
 JSON (seconds per round, ratios, peak memory).
@@ -31,7 +34,11 @@ import numpy as np
 # stock TFF; our TFF backend; our fast backend with each client drawing its noise share
 # (noise_draw="client") or the server drawing each group's noise (noise_draw="group");
 # plain TF training of the same example-steps
-RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling")
+RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling", "eval")
+IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20")
+# per model: (clients per round, local steps, batch, momentum) of its GDPFed Table I column
+SETTINGS = {"char_lstm": (71, 30, 4, 0.9)}
+FMNIST_SETTING = (120, 5, 10, 0.0)
 
 
 def _bad_argument(args):
@@ -40,10 +47,11 @@ def _bad_argument(args):
     from . import models
     if args.model is not None and args.model not in models.MODELS:
         return f"--model={args.model!r}: choose from {', '.join(sorted(models.MODELS))}"
-    if args.method is None and args.model not in (None, "cnn2", "cnn3", "simple_cnn",
-                                                  "resnet18", "resnet20"):
-        return f"--model={args.model!r}: the bench's images need an image model"
-    for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs"):
+    if args.method is None and args.model not in (None, "char_lstm") + IMAGE_MODELS:
+        return (f"--model={args.model!r}: the bench has inputs for image models and "
+                "char_lstm only")
+    for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs", "chunk",
+                "eval_examples"):
         value = getattr(args, key)
         if value is not None and value < 1:
             return f"--{key.replace('_', '-')}={value}: must be >= 1"
@@ -76,8 +84,14 @@ def main(argv=None) -> int:
                    help="--method: local (extractor) epochs per round (paper 001: 5)")
     p.add_argument("--head-epochs", type=int, default=15,
                    help="--method: head fine-tuning epochs per round (paper 001: 15)")
-    p.add_argument("--steps", type=int, default=5, help="local steps per client (default 5)")
-    p.add_argument("--batch", type=int, default=10, help="client batch size (default 10)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="local steps per client (default 5; char_lstm 30)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="client batch size (default 10; char_lstm 4)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="fast backend: clients trained at once (fast_chunk_size; default 64)")
+    p.add_argument("--eval-examples", type=int, default=10_000,
+                   help="eval runner: test examples evaluated (default 10000)")
     p.add_argument("--rounds", type=int, default=3,
                    help="timed rounds per runner; the median is reported (default 3)")
     p.add_argument("--warmup", type=int, default=1,
@@ -106,7 +120,9 @@ def main(argv=None) -> int:
         finally:
             close_tff()
     args.model = args.model or "cnn2"
-    args.clients = args.clients or 120
+    clients, steps, batch, args.momentum = SETTINGS.get(args.model, FMNIST_SETTING)
+    args.clients, args.steps = args.clients or clients, args.steps or steps
+    args.batch = args.batch or batch
     only = set(args.only.split(","))
     if not only <= set(RUNNERS):
         print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
@@ -123,22 +139,30 @@ def _bench(args, only, tff):
     from . import config, models
     from .aggregators import GroupGaussianFactory
     from .engine.backends import FastBackend, TFFBackend
-    shape = (28, 28, 1) if args.model == "cnn2" else (32, 32, 3)
     k, steps, b = args.clients, args.steps, args.batch
     rng = np.random.default_rng(0)
-    xs = rng.random((k, steps * b) + shape, dtype=np.float32)
-    ys = rng.integers(0, 10, (k, steps * b)).astype(np.int32)
-    model_fn = lambda: models.build(args.model, input_shape=shape)
+    if args.model == "char_lstm":          # LEAF's 80 symbols, sequences of 80
+        shape, dtype, classes = (80,), tf.int32, 80
+        xs = rng.integers(0, classes, (k, steps * b) + shape).astype(np.int32)
+        model_fn = lambda: models.build(args.model)
+    else:
+        shape = (28, 28, 1) if args.model in ("cnn2", "cnn2_same") else (32, 32, 3)
+        dtype, classes = tf.float32, 10
+        xs = rng.random((k, steps * b) + shape, dtype=np.float32)
+        model_fn = lambda: models.build(args.model, input_shape=shape)
+    ys = rng.integers(0, classes, (k, steps * b)).astype(np.int32)
     tf.keras.utils.set_random_seed(0)
     w0 = model_fn().get_weights()
-    spec = (tf.TensorSpec((b,) + shape, tf.float32), tf.TensorSpec((b,), tf.int32))
+    spec = (tf.TensorSpec((b,) + shape, dtype), tf.TensorSpec((b,), tf.int32))
     examples = [(xs[i], ys[i]) for i in range(k)]      # what the round loop hands a backend
     datasets = [tf.data.Dataset.from_tensor_slices((xs[i], ys[i])).batch(b, drop_remainder=True)
                 for i in range(k)]                      # stock TFF's input, built untimed
     infos = [collections.OrderedDict(group=np.ones(1, np.float32),
                                      seed=np.array([0, i], np.int32), slot=np.int32(-1))
              for i in range(k)]
-    cfg = config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0"])
+    cfg = config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0",
+                             f"momentum={args.momentum}"]
+                      + ([f"fast_chunk_size={args.chunk}"] if args.chunk else []))
     results = {}
 
     if "stock" in only:
@@ -149,7 +173,8 @@ def _bench(args, only, tff):
         agg = tff.aggregators.DifferentiallyPrivateFactory.gaussian_fixed(
             noise_multiplier=1.0, clients_per_round=float(k), clip=1.0)
         stock = tff.learning.algorithms.build_unweighted_fed_avg(
-            tff_model, client_optimizer_fn=tff.learning.optimizers.build_sgdm(0.1),
+            tff_model, client_optimizer_fn=tff.learning.optimizers.build_sgdm(
+                0.1, momentum=args.momentum or None),
             server_optimizer_fn=tff.learning.optimizers.build_sgdm(1.0), model_aggregator=agg)
         state = [stock.initialize()]
         results["stock_tff"] = _timed(
@@ -178,7 +203,7 @@ def _bench(args, only, tff):
 
     if "ceiling" in only:
         model = model_fn()
-        opt = tf.keras.optimizers.SGD(0.1)
+        opt = tf.keras.optimizers.SGD(0.1, momentum=args.momentum)
         big_x = xs.reshape((k * steps, b) + shape).reshape((steps, k * b) + shape)
         big_y = ys.reshape(steps, k * b)
 
@@ -195,11 +220,23 @@ def _bench(args, only, tff):
                 one_step(big_x[s], big_y[s])
         results["ceiling"] = _timed(ceiling_round, args.warmup, args.rounds)
 
+    if "eval" in only:                    # evaluation's forward pass, shared weights
+        from .engine.evaluation import evaluate
+        model = model_fn()
+        n = args.eval_examples
+        x_test = (rng.integers(0, classes, (n,) + shape).astype(np.int32)
+                  if dtype == tf.int32 else rng.random((n,) + shape, dtype=np.float32))
+        y_test = rng.integers(0, classes, n).astype(np.int32)
+        results["eval"] = _timed(lambda: evaluate(model, x_test, y_test), args.warmup,
+                                 args.rounds)
+
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
            "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
            "example_steps_per_round": k * steps * b, "modes": modes}
     sec = out["seconds_per_round"]
+    if "eval" in sec:
+        out["eval_seconds_per_1000"] = 1000 * sec.pop("eval") / args.eval_examples
     if "stock_tff" in sec:
         out["speedup_vs_stock"] = {n: sec["stock_tff"] / s for n, s in sec.items()}
     if "ceiling" in sec:
@@ -217,6 +254,9 @@ def _bench(args, only, tff):
             extra.append(f"{out['x_ceiling'][n]:.2f}x the ceiling")
         mode = f" ({modes[n]})" if n in modes else ""
         print(f"  {n:<16} {s:8.3f} s/round  " + ", ".join(extra) + mode)
+    if "eval_seconds_per_1000" in out:
+        print(f"  evaluation       {out['eval_seconds_per_1000']:8.3f} s per 1,000 test "
+              f"examples (median of {args.rounds} passes over {args.eval_examples})")
     print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
     return 0
 

@@ -66,6 +66,12 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
     # a convolutional model with its clients' weights side by side (grouped convolutions)
     ("dp_fedavg", ('dataset="synthetic:fashion_mnist"', 'model="cnn2"', "num_clients=30",
                    "budgets=[2.0]", "group_ratios=[1.0]")),
+    # Shakespeare's LSTM (two LSTM(256)) with its recurrence's gradient written out
+    # (cohort_model._lstm_recurrence), 3 rounds, momentum 0.9 as in GDPFed's Table I (not
+    # GDPFed+: its top-k of noised updates turns float32 differences into other coordinates)
+    ("idp_fedavg", ('dataset="synthetic:shakespeare-leaf"', 'model="char_lstm"',
+                     "num_clients=12", "expected_rate=0.5", "rounds=3", "local_steps=2",
+                     "batch_size=4", "momentum=0.9")),
 ])
 def test_fast_backend_matches_tff_backend_noise_on(method, extra):
     exp = _experiment(f'["{method}"]', extra)

@@ -36,6 +36,7 @@ def _inputs(name, rng):
 def test_each_client_gets_its_own_models_output_and_gradient(name):
     assert set(SMALL) == set(models.MODELS)
     rng = np.random.default_rng(0)
+    tf.keras.utils.set_random_seed(0)
     keras = [models.build(name, **SMALL[name]) for _ in range(K)]   # different weights
     cohort = CohortModel(keras[0])
     x = _inputs(name, rng)
@@ -57,8 +58,9 @@ def test_each_client_gets_its_own_models_output_and_gradient(name):
                 y[k], own, from_logits=True))
         own_grads = tape.gradient(loss, model.trainable_variables)
         np.testing.assert_allclose(logits[k].numpy(), own.numpy(), atol=1e-5)
-        for g, og in zip(grads, own_grads):
-            np.testing.assert_allclose(g[k].numpy(), tf.convert_to_tensor(og).numpy(), atol=1e-5)
+        for g, og in zip(grads, own_grads):     # float32 sums in another order: ResNet-18's
+            np.testing.assert_allclose(                # gradients of ~0.5 differ by ~1e-5
+                g[k].numpy(), tf.convert_to_tensor(og).numpy(), atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("optimizer,momentum,masked", [

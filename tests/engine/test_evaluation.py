@@ -85,3 +85,29 @@ def test_read_out_fine_tuning_on_features_equals_training_the_head_of_the_full_m
         for i in readout:
             np.testing.assert_allclose(got[i][c], final[i].numpy(), atol=1e-5)
         model.set_weights(w)
+
+
+def test_curve_rounds_evaluate_a_seeded_subset_and_the_last_round_the_whole_test_set(
+        monkeypatch):
+    """curve_test_examples: rounds before the last see the same seeded subset, the last round
+    every test example; the summary says both counts."""
+    from tff_idp import config
+    from tff_idp.engine import loop
+    from tff_idp.engine.experiment import prepare
+    exp = prepare(config.load(None, ['methods=["dp_fedavg"]', "rounds=3", "num_clients=30",
+                                     "local_steps=1", "curve_test_examples=37"]), persist=False)
+    seen = []
+
+    def recording(model, x, y):
+        seen.append(np.asarray(y).copy())
+        return evaluate(model, x, y)
+    monkeypatch.setattr(loop, "evaluate", recording)
+    rows, summary, _ = loop.run_method(exp, "dp_fedavg", progress=False, backend="fast")
+    n = len(exp.data.y_test)
+    assert [len(y) for y in seen] == [37, 37, n] and n > 37
+    assert np.array_equal(seen[0], seen[1])
+    x_sub, y_sub = loop.curve_test_set(exp.data.x_test, exp.data.y_test, 37, exp.cfg.seed)
+    assert np.array_equal(y_sub, seen[0])
+    again = loop.curve_test_set(exp.data.x_test, exp.data.y_test, 37, exp.cfg.seed)
+    assert np.array_equal(again[0], x_sub)
+    assert summary["test_examples"] == n and summary["curve_test_examples"] == 37

@@ -37,7 +37,13 @@ def _metrics(out, method):
     ("dp_pfeddsu", ('model="digits_mlp"', 'partition="dealt_classes"', "partition_param=3",
                     "dsu_layers=1", "head_epochs=2", "local_epochs=1", "batch_size=16",
                     "validation_fraction=0.1", "group_ratios=[1.0]", "budgets=[2.0]",
-                    "num_clients=8", "expected_rate=1.0", 'backend="fast"'))])
+                    "num_clients=8", "expected_rate=1.0", 'backend="fast"')),
+    # Shakespeare's LSTM on the fast backend (the recurrence's hand-written gradient), its
+    # curve evaluated on a subset and the last round on the whole (small) test set
+    ("dp_fedavg", ('dataset="synthetic:shakespeare-leaf"', 'model="char_lstm"', "rounds=4",
+                   "num_clients=10", "expected_rate=0.4", "local_steps=1", "batch_size=4",
+                   "momentum=0.9", "test_examples=64", "curve_test_examples=16",
+                   'backend="fast"'))])
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     whole, killed = tmp_path / "whole", tmp_path / "killed"

@@ -261,21 +261,65 @@ def _dense(h, w, use_bias):
 
 def _lstm(layer, h, w):
     """Keras' LSTM (gates i, f, c, o; c' = f c + i tanh(z_c), h' = o tanh(c')) per client:
-    inputs [K, B, T, i], kernels [K, i, 4u] and [K, u, 4u], bias [K, 4u]."""
+    inputs [K, B, T, i], kernels [K, i, 4u] and [K, u, 4u], bias [K, 4u]. The input
+    projection of every step is one product before the recurrence (and its gradient one
+    product after it); the recurrence is :func:`_lstm_recurrence`."""
     kernel, recurrent, bias = w
-    k, b = tf.shape(h)[0], tf.shape(h)[1]
-    units = layer.units
     xz = tf.einsum("kbti,kio->tkbo", h, kernel) + bias[None, :, None, :]   # time-major
-
-    def cell(carry, z_x):
-        h_prev, c_prev = carry
-        z = z_x + tf.matmul(h_prev, recurrent)
-        i, f, g, o = tf.split(z, 4, axis=-1)
-        c = tf.sigmoid(f) * c_prev + tf.sigmoid(i) * tf.tanh(g)
-        return tf.sigmoid(o) * tf.tanh(c), c
-
-    zeros = tf.zeros(tf.stack([k, b, units]), h.dtype)
-    hs, _ = tf.scan(cell, xz, initializer=(zeros, zeros))
+    hs = _lstm_recurrence(xz, recurrent)
     if layer.return_sequences:
         return tf.transpose(hs, [1, 2, 0, 3])
     return hs[-1]
+
+
+@tf.custom_gradient
+def _lstm_recurrence(xz, recurrent):
+    """Hidden states hs [T, K, B, u] of the LSTM recurrence z_t = xz_t + h_{t-1} U from
+    h_0 = c_0 = 0, with xz [T, K, B, 4u] (each step's input projection) and per-client U
+    [K, u, 4u], and its gradient by backpropagation through time written out.
+
+    Why by hand: differentiating a scan makes TensorFlow add each step's
+    ``h_{t-1}^T dz_t`` to U's gradient inside the backward loop, a read and write of all K
+    clients' [u, 4u] matrices per step (80 per sequence) for a rank-B update. Here the
+    backward scan carries only dh and dc, stores dz_t, and U's gradient is one product
+    summed over steps and sequences after it: sum_t h_{t-1}^T dz_t. Same arithmetic, terms
+    summed in another order (tests/engine/test_cohort_model.py checks it against Keras).
+
+    Per step, with a = (i, f, g, o) = (sigmoid, sigmoid, tanh, sigmoid)(z), c = f c_prev +
+    i g, h = o tanh(c), and dh = (dh from above) + dz_{t+1} U^T:
+    dc = dc_{t+1} f_{t+1} + dh o (1 - tanh^2 c); dz = (dc g i(1-i), dc c_prev f(1-f),
+    dc i (1-g^2), dh tanh(c) o(1-o))."""
+    k, b = tf.shape(xz)[1], tf.shape(xz)[2]
+    zeros = tf.zeros(tf.stack([k, b, tf.shape(recurrent)[1]]), xz.dtype)
+
+    def cell(carry, z_x):
+        h_prev, c_prev, _ = carry
+        z = z_x + tf.matmul(h_prev, recurrent)
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        i, f, g, o = tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g), tf.sigmoid(o)
+        c = f * c_prev + i * g
+        return o * tf.tanh(c), c, tf.concat([i, f, g, o], -1)
+
+    hs, cs, acts = tf.scan(cell, xz, initializer=(zeros, zeros, tf.zeros_like(xz[0])))
+
+    def grad(dhs):
+        recurrent_t = tf.transpose(recurrent, [0, 2, 1])
+        c_prev = tf.concat([zeros[None], cs[:-1]], 0)
+
+        def back(carry, step):
+            dh_next, dc_next, _ = carry          # dh from step t+1's z; dc_{t+1} f_{t+1}
+            dh_out, a, c, cp = step
+            i, f, g, o = tf.split(a, 4, axis=-1)
+            dh = dh_out + dh_next
+            tc = tf.tanh(c)
+            dc = dc_next + dh * o * (1.0 - tc * tc)
+            dz = tf.concat([dc * g * i * (1.0 - i), dc * cp * f * (1.0 - f),
+                            dc * i * (1.0 - g * g), dh * tc * o * (1.0 - o)], -1)
+            return tf.matmul(dz, recurrent_t), dc * f, dz
+
+        _, _, dz = tf.scan(back, (dhs, acts, cs, c_prev), reverse=True,
+                           initializer=(zeros, zeros, tf.zeros_like(xz[0])))
+        h_prev = tf.concat([zeros[None], hs[:-1]], 0)
+        return dz, tf.einsum("tkbu,tkbo->kuo", h_prev, dz)
+
+    return hs, grad

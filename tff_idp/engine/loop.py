@@ -381,6 +381,15 @@ def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, st
     raise SystemExit(stop.exit_status)
 
 
+def curve_test_set(x, y, count, seed):
+    """The test examples of the rounds before the last (``curve_test_examples``): a seeded
+    random subset of ``count`` (all when ``count`` is None or not smaller)."""
+    if count is None or count >= len(y):
+        return x, y
+    idx = np.sort(np.random.default_rng([seed, 2]).choice(len(y), count, replace=False))
+    return x[idx], y[idx]
+
+
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
             fingerprint, checkpoint_dir, on_round, stop, audit=None):
     """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
@@ -388,6 +397,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
     cfg, plan = exp.cfg, exp.plans[method]
     members, m_agg = exp.group_members, plan.num_aggregation_groups
     test_x, test_y = exp.data.x_test, exp.data.y_test
+    curve_x, curve_y = curve_test_set(test_x, test_y, cfg.curve_test_examples, cfg.seed)
     program = runner.program
     for rnd in bar:
         if stop.signum is not None:      # asked to stop during the set-up: no round run
@@ -447,7 +457,9 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
             t_eval = time.perf_counter()
             if personal_eval is None:
                 evaluator.set_weights(runner.weights)
-                row["test_loss"], row["test_accuracy"] = evaluate(evaluator, test_x, test_y)
+                last = rnd + 1 == cfg.rounds
+                row["test_loss"], row["test_accuracy"] = evaluate(
+                    evaluator, test_x if last else curve_x, test_y if last else curve_y)
                 if exp.client_validation is not None:     # the pooled validation examples
                     val = np.concatenate(exp.client_validation)
                     row["validation_loss"], row["validation_accuracy"] = evaluate(
@@ -524,6 +536,9 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         "final_test_accuracy": rows[-1][headline],
         "final_test_loss": rows[-1][headline.replace("accuracy", "loss")],
         "headline_metric": headline,
+        "test_examples": int(len(exp.data.y_test)),
+        **({"curve_test_examples": int(min(cfg.curve_test_examples, len(exp.data.y_test)))}
+           if cfg.curve_test_examples and personal_eval is None else {}),
         "rounds": cfg.rounds,
         "resumed_from_round": start or None,
         "seconds_total": float(np.sum(secs)),
