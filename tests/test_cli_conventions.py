@@ -81,7 +81,8 @@ def test_every_flag_has_help(module, capsys):
 
 def test_tools_do_not_print_tensorflows_start_up_lines(tmp_path):
     """Issue 17 item 13: no cuDNN/cuFFT/cuBLAS registration or oneDNN lines from the tools
-    that import TensorFlow (run is covered by tests/test_run_cli.py)."""
+    that import TensorFlow (run is covered by tests/test_run_cli.py). The report of a table
+    with no complete run is refused in one line, exit 1, nothing written (issue 34)."""
     import os
     import subprocess
     import sys
@@ -93,10 +94,12 @@ def test_tools_do_not_print_tensorflows_start_up_lines(tmp_path):
                            "--report-dir", str(tmp_path / "r"),
                            "--output-dir", str(tmp_path / "none")],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-1000:]
-    assert not [line for line in done.stderr.splitlines()
-                if "tensorflow/" in line or "cuDNN" in line or "oneDNN" in line], done.stderr
-    assert (tmp_path / "r" / "report.md").is_file()      # run's flag name works here too
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, done.stderr[-1000:]
+    assert lines[0].startswith("error: no run of dp-pfeddsu-table4 at scale smoke is "
+                               "complete under"), lines[0]
+    assert "python -m tff_idp.run" in lines[0] and "--scale smoke" in lines[0]
+    assert not (tmp_path / "r").exists()      # run's flag name (--report-dir) is accepted
 
 
 def test_a_download_without_a_route_fails_in_one_line_within_30_seconds(tmp_path, capfd):

@@ -54,8 +54,8 @@ def parse_args(argv):
     p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"],
                    help="override the config's device (fast backend)")
-    p.add_argument("--scale", default="paper",
-                   help="table configs: smoke, laptop or paper (default)")
+    p.add_argument("--scale", default=None,
+                   help="table configs (required): smoke, laptop or paper")
     p.add_argument("--jobs", type=int, default=1,
                    help="table configs: runs in parallel worker processes")
     p.add_argument("--no-report", action="store_true",
@@ -185,7 +185,7 @@ def _main(argv, stop) -> int:
     try:
         table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
             ("only", args.only), ("methods", args.methods), ("report_dir", args.report_dir),
-            ("scale", None if args.scale == "paper" else args.scale),
+            ("scale", args.scale),
             ("jobs", None if args.jobs == 1 else args.jobs),
             ("no_report", args.no_report or None)) if v is not None]
         if table_only:
@@ -240,8 +240,10 @@ def _run_table(args, stop) -> int:
     from .harness.reuse import still_to_train
     from .harness.runner import pending, run_table
     from .runtime import select_device
-    from .harness.table import check_data, expand, load_table, only_datasets, only_methods
+    from .harness.table import (check_data, expand, load_table, only_datasets, only_methods,
+                                require_scale)
     try:
+        require_scale(args.scale)
         if args.overrides or args.backend or args.device:
             raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
                               "in the table's [base] or [datasets.X]")

@@ -26,7 +26,7 @@ from typing import List
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, unit_complete, units_by_state, write_units_list
-from .harness.table import TableSpec, check_data, expand, load_table
+from .harness.table import TableSpec, check_data, expand, load_table, require_scale
 
 
 def _ranges(indices: List[int]) -> str:
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("command", choices=["submit", "status", "collect"],
                    help="submit the missing units, count units by state, or write the report")
     p.add_argument("table", help="a table config (TOML with a [table] section)")
-    p.add_argument("--scale", default="paper", help="smoke, laptop or paper (default)")
+    p.add_argument("--scale", default=None, help="smoke, laptop or paper (required)")
     p.add_argument("--partition", default=None, help="#SBATCH --partition")
     p.add_argument("--gres", default="gpu:1", help="#SBATCH --gres (default gpu:1)")
     p.add_argument("--gpus", default=None, help="#SBATCH --gpus (instead of --gres)")
@@ -158,6 +158,7 @@ def main(argv=None) -> int:
     p.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
     args = p.parse_args(argv)
     try:
+        require_scale(args.scale)
         spec = load_table(args.table)
         if spec.kind != "train":
             raise ConfigError(f"table.kind={spec.kind!r}: nothing to train; run "

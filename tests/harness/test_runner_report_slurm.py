@@ -30,6 +30,10 @@ def test_run_skips_complete_and_reruns_only_what_is_missing(table):
     assert not pending(units)
     report = spec.out_root("smoke") / "report" / "report.md"
     assert report.is_file() and (report.parent / "convergence.png").is_file()
+    md = report.read_text()        # smoke: ours only, no comparison with the paper (issue 34)
+    assert "paper's numbers are left out at smoke scale" in md and "80.00" not in md
+    row = next(l for l in md.splitlines() if l.startswith("| digits | p_fedavg |"))
+    assert " / " not in row and "(+" not in row and "(-" not in row, row
     again = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
     assert again.returncode == 0 and "4 runs, 4 complete, 0 to run" in again.stderr
     # an interrupted run (only its .partial folder) and a deleted one are run again

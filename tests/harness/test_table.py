@@ -140,6 +140,20 @@ def test_cli_refuses_a_bad_table_before_any_work(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("module,args", [("tff_idp.run", []), ("tff_idp.slurm", ["submit"])])
+def test_a_table_run_without_scale_is_refused_naming_the_three(tmp_path, module, args, capfd):
+    """No default scale: a table at paper scale by accident costs hours (issue 34)."""
+    import importlib
+    path = tiny_table(tmp_path)
+    main = importlib.import_module(module).main
+    table_args = [str(path), "--dry-run"] if module == "tff_idp.slurm" else [str(path)]
+    assert main(args + table_args) == 2
+    lines = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --scale: required for a table")
+    assert all(s in lines[0] for s in ("smoke (", "laptop (", "paper ("))
+    assert not (tmp_path / "results").exists() and not Path("results/tiny").exists()
+
+
 def test_paper004_table1_cells_set_budgets_per_data_set():
     spec = load_table(str(ROOT / "runs" / "idp_fedavg" / "table1.toml"))
     units = {(u.dataset, u.column, u.method): u.cfg for u in expand(spec, "paper")

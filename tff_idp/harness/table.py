@@ -65,6 +65,18 @@ SCALES = {
 }
 
 
+SCALE_CHOICES = ("smoke (synthetic stand-ins of the data, 2 rounds, 60 clients: minutes), "
+                 "laptop (the real data, 20 rounds, 600 clients: tens of minutes a run), "
+                 "paper (the paper's settings: hours a run on a CPU)")
+
+
+def require_scale(scale: Optional[str]) -> str:
+    """A table run's ``--scale``, which has no default: paper scale by accident costs hours."""
+    if scale is None:
+        raise ConfigError(f"--scale: required for a table config; choose {SCALE_CHOICES}")
+    return scale
+
+
 def _has_personal_phase(get) -> bool:
     """Whether a unit's methods train a personal part in a phase of its own (FedRep)."""
     from ..methods import METHODS
