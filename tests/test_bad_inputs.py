@@ -22,6 +22,12 @@ BAD = [
     (["--set", "methods=[\"idp_sample\"]", "--set", "noise_multipliers=[3.0, 2.0, 1.0]"],
      "not used by method 'idp_sample'"),
     (["--set", "learning_rate=0.1"], "learning_rate=0.1: unknown key"),
+    # issue 34: the nearest key or method, and how to quote a list the shell unquoted
+    (["--set", "roudns=3"], "roudns=3: unknown key; did you mean 'rounds'?"),
+    (["--set", "methods=[\"gdpfed_pls\"]"], "unknown method; did you mean 'gdpfed_plus'"),
+    (["--set", "methods=[gdpfed_plus]"],
+     "not a TOML value; quote the strings inside it and the whole argument for the shell, "
+     "e.g. --set 'methods=[\"gdpfed_plus\"]'"),
     (["--set", "rounds"], "--set='rounds'"),
     (["missing.toml"], "config='missing.toml': no such file"),
     (["bad.toml"], "config='bad.toml': malformed TOML"),

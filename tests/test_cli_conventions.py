@@ -115,3 +115,18 @@ def test_a_download_without_a_route_fails_in_one_line_within_30_seconds(tmp_path
     assert time.perf_counter() - t0 < 30
     _one_line_error(capfd, "dataset='cifar10': cannot reach www.cs.toronto.edu")
     assert not any((tmp_path / "d").rglob("*.tmp*")) and not list((tmp_path / "d").rglob("*"))
+
+
+def test_every_config_key_has_its_own_help_line():
+    """Issue 34: `run --help` documents every key, each with its own text (keys documented
+    together used to leave all but the first blank)."""
+    from tff_idp.run import _key_help
+    lines = _key_help().splitlines()[1:]
+    docs = {}
+    for line in lines:
+        key, rest = line.split(None, 1)
+        doc = rest.split(". ", 1)[1] if ". " in rest else ""
+        assert len(doc) >= 10, line
+        assert "``" not in doc, line          # no raw reStructuredText markup
+        docs.setdefault(doc, []).append(key)
+    assert not [keys for keys in docs.values() if len(keys) > 1]

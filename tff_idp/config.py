@@ -56,9 +56,9 @@ class ExperimentConfig:
     # epsilon budget of each group, strictest first
     budgets: List[float] = dataclasses.field(default_factory=lambda: [0.5, 1.5, 3.0])
     delta: Optional[float] = None             # default 1 / n^1.1
-    rounds: int = 40                          # T
+    rounds: int = 40                          # T: communication rounds
     expected_rate: float = 0.1                # q: expected cohort q n per round
-    clip: float = 1.0                         # C
+    clip: float = 1.0                         # C: clipping norm of a client's update
     local_lr: float = 0.1                     # eta, decayed by lr_decay every round
     lr_decay: float = 0.99                    # eta_t = local_lr * lr_decay^t
     momentum: float = 0.0                     # heavy-ball momentum of client SGD
@@ -73,7 +73,8 @@ class ExperimentConfig:
     accountant: str = "rdp"                   # "rdp", "rdp_basic" (003 Lemma 4) or "pld"
     group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
-    rates: Optional[List[float]] = None       # override per-group rates (gdpfed_opc/_plus, idp_sample)
+    # override per-group rates (gdpfed_opc/_plus, idp_sample)
+    rates: Optional[List[float]] = None
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
     # idp_fedavg's adaptive clipping: "ours" (seeded, both backends) or "tff" (TFF's factory)
     adaptive_clipping: str = "ours"
@@ -93,9 +94,9 @@ class ExperimentConfig:
     # the whole update)
     pfa_projection: str = "per-layer"
     # the canary audit (tff_idp.audit): this many canary clients in privacy group
-    # audit_group (0: the strictest), each inserted with probability 1/2; 0: no audit
+    # audit_group, each inserted with probability 1/2; 0: no audit
     audit_canaries: int = 0
-    audit_group: int = 0
+    audit_group: int = 0                      # the audited privacy group (0: the strictest)
     # the personal part of the model, kept by each client (tff_idp.models.split): "none",
     # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
     # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
@@ -104,32 +105,33 @@ class ExperimentConfig:
     personal_epochs: Optional[int] = None     # ... or passes over the client's data
     # paper 001 (DP-pFedDSU and its baselines): the head's fine-tuning epochs on features
     # computed once (centaur, dp_pfeddsu: the stored head; dp_fedavg_fb, pmtl_ft, ppsgd: a
-    # throw-away copy for evaluation) and its learning rate (unset: local_lr)
+    # throw-away copy for evaluation)
     head_epochs: int = 15
+    # paper 001: the head's learning rate (unset: local_lr)
     head_lr: Optional[float] = None
     weight_decay: float = 0.0                 # client SGD: g + weight_decay * theta (PyTorch)
-    # DP-pFedDSU: fraction S of each masked kernel kept (top-k by magnitude), how many of the
-    # extractor's last kernels are masked, lambda of the norm penalty (Eq. 10), where masks
-    # come from ("local": each client's own weights, as the paper; "global": the broadcast
-    # weights, one mask for every client) and whether evaluation uses the masked forward
+    # DP-pFedDSU: fraction S of each masked kernel kept (top-k by magnitude)
     dsu_sparsity: float = 0.05
+    # DP-pFedDSU: how many of the extractor's last kernels are masked
     dsu_layers: int = 4
-    dsu_lambda: float = 0.2
+    dsu_lambda: float = 0.2                   # DP-pFedDSU: lambda of the norm penalty (001 Eq. 10)
+    # DP-pFedDSU: where masks come from: "local" (each client's own weights, as the paper) or
+    # "global" (the broadcast weights, one mask for every client)
     dsu_mask: str = "local"
-    dsu_eval_masked: bool = True
-    ppsgd_head_epochs: int = 1                # PPSGD: epochs and lr of its personal additive
-    ppsgd_head_lr: float = 0.1                # head's update each round (CENTAUR's script)
-    # PMTL-FT's proximal term lambda ||theta - theta_global||^2: "intended" (with its
-    # gradient) or "reference" (the public code's term, which has no gradient)
+    dsu_eval_masked: bool = True              # DP-pFedDSU: evaluation uses the masked forward pass
+    # PPSGD: epochs of its personal additive head's update each round
+    ppsgd_head_epochs: int = 1
+    # PPSGD: that update's learning rate (CENTAUR's script)
+    ppsgd_head_lr: float = 0.1
+    # PMTL-FT: lambda of its proximal term lambda ||theta - theta_global||^2
     pmtl_lambda: float = 1.0
+    # PMTL-FT's proximal term: "intended" (with its gradient) or "reference" (the public
+    # code's term, which has no gradient)
     pmtl_mode: str = "intended"
     # fraction of each client's training examples held out for validation; > 0 makes the
     # summary report the test accuracy at the round of best mean validation accuracy
     validation_fraction: float = 0.0
-    # MS-PAFL (paper 002): each upload's local budget eps_l and delta_l (Lemma 1), beta of the
-    # check-in bound (Theorem 2), delta~ of the strong composition (Theorem 4), and how a
-    # round's Qb examples are drawn: "wor" (Q disjoint batches) or "wr" (Qb uniform draws)
-    local_epsilon: Optional[float] = None
+    local_epsilon: Optional[float] = None     # MS-PAFL (paper 002): eps_l of each upload (Lemma 1)
     local_delta: float = 1e-4                 # MS-PAFL: delta_l of each upload (Lemma 1)
     checkin_beta: float = 0.25                # MS-PAFL: beta of Theorem 2's check-in bound
     composition_delta: float = 1e-4           # MS-PAFL: delta~ of Theorem 4's composition
@@ -137,9 +139,11 @@ class ExperimentConfig:
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
+    # seeds the partition, sampling, noise and initial model
     seed: int = 0
     # the paper's reported test accuracy (%) per method, printed beside ours
     reference: Optional[Dict[str, float]] = None
+    # rounds between test evaluations (the last is always evaluated)
     eval_every: int = 1
     checkpoint_every: int = 10                # rounds between checkpoints (0: none)
     test_examples: Optional[int] = None       # evaluate on a seeded subset of this many
@@ -151,6 +155,7 @@ class ExperimentConfig:
     # image inputs: "unit" (pixels / 255 in [0, 1]) or "standardize" (then minus the training
     # set's per-channel mean, over its per-channel std; an open reading of GDPFed's setup)
     input_normalization: str = "unit"
+    # results go to <output_dir>/<name>/<method>-seed<seed>/
     output_dir: str = "results"
 
     @property
@@ -265,7 +270,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             _fail(key, value, f"must be at most {top:,}")
     for m in cfg.methods:
         if m not in METHODS:
-            _fail("methods", m, f"unknown method; choose from {sorted(METHODS)}")
+            _fail("methods", m, f"unknown method{did_you_mean(m, METHODS)} (choose from "
+                  f"{', '.join(sorted(METHODS))})")
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
     if cfg.dataset not in SOURCES:
@@ -445,9 +451,19 @@ def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> Exper
         if key == "method":          # single-method shorthand
             key, value = "methods", [value] if isinstance(value, str) else value
         if key not in KEYS:
-            _fail(key, value, f"unknown key; valid keys: {', '.join(sorted(KEYS))}")
+            _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
+                  " (python -m tff_idp.run --help lists every key)")
         setattr(cfg, key, _coerce(key, value))
     return cfg
+
+
+def did_you_mean(word: str, choices) -> str:
+    """"; did you mean 'x'?" for the closest of ``choices`` (difflib's ratio), or ""."""
+    import difflib
+    close = difflib.get_close_matches(word, sorted(choices), n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 def check_config_path(path: str) -> None:
@@ -489,6 +505,14 @@ def read_toml(path: str) -> dict:
         _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
 
 
+def _quoted_example(key: str, raw: str) -> str:
+    """``--set 'key=["a", "b"]'`` from a list of bare words ``[a, b]`` (the shell ate the
+    quotes), for the error of an unparsable --set value."""
+    import re
+    inner = re.sub(r"(?<![\w\"'.])([A-Za-z_][\w\-:]*)", r'"\1"', raw.strip().strip("'"))
+    return f"--set '{key}={inner}'"
+
+
 def load(path: Optional[str], overrides: Optional[List[str]] = None) -> ExperimentConfig:
     """Load a TOML config (or the embedded default when ``path`` is None), apply
     ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
@@ -504,6 +528,9 @@ def load(path: Optional[str], overrides: Optional[List[str]] = None) -> Experime
         try:
             value = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
+            if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
+                _fail("--set", item, "not a TOML value; quote the strings inside it and the "
+                      "whole argument for the shell, e.g. " + _quoted_example(key, raw))
             value = raw.strip()
         cfg = from_mapping({key: value}, cfg)
     return validate(cfg)
