@@ -130,3 +130,22 @@ def test_every_config_key_has_its_own_help_line():
         assert "``" not in doc, line          # no raw reStructuredText markup
         docs.setdefault(doc, []).append(key)
     assert not [keys for keys in docs.values() if len(keys) > 1]
+
+
+def test_list_shows_every_config_method_and_data_set(capsys, monkeypatch):
+    """Issue 34: `python -m tff_idp.run --list` names every config under runs/ with its
+    title, every method with its line, and each data set with whether it is here."""
+    from pathlib import Path
+    from tff_idp.data.staging import config_files
+    from tff_idp.methods import METHODS
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    assert run.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    configs = config_files("runs")
+    assert len(configs) > 30 and all(f"  {p}  [" in out for p in configs)
+    assert "GDPFed Table II: test accuracy" in out
+    assert all(f"  {name} " in out and m.summary in out for name, m in METHODS.items())
+    import re
+    assert re.search(r"^  digits +here$", out, re.M)          # ships with scikit-learn
+    assert re.search(r"^  svhn_cropped +(here|missing: )", out, re.M)

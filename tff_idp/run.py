@@ -44,6 +44,9 @@ def parse_args(argv):
     p.add_argument("config", nargs="?", help="experiment config (TOML); omit for the default")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable)")
+    p.add_argument("--list", action="store_true",
+                   help="list the configs under runs/, the methods and the data sets (with "
+                   "whether each is here), then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--force", action="store_true",
                    help="retrain methods whose results folder is already complete with the "
@@ -179,6 +182,10 @@ def _main(argv, stop) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from .runtime import quiet_tf_logs
     quiet_tf_logs()                        # before anything imports TensorFlow
+    if args.list:
+        from .catalog import listing
+        print(listing(Path("runs")))
+        return 0
     from .harness.table import is_table
     if args.config is not None and is_table(args.config):
         return _run_table(args, stop)

@@ -55,6 +55,7 @@ class Method:
     override what differs from FedAvg with everything shared."""
 
     name: str = ""
+    summary: str = ""              # one line for `python -m tff_idp.run --list`
     planner = None                 # f(setting, **kwargs) -> MethodPlan (algorithms.plan)
     default_split: str = "none"    # the split when the config's ``personal`` is unset
     needs_personal: bool = False   # refuse personal = "none"

@@ -18,6 +18,7 @@ from .gdpfed import DPFedAvg
 
 class FedRep(Method):
     name = "fedrep"
+    summary = "FedRep (Collins et al. 2021): shared body, a personal head per client; no privacy"
     planner = staticmethod(plans.plan_p_fedavg)
     default_split = "head"
     needs_personal = True
@@ -37,6 +38,7 @@ class FedRep(Method):
 
 class DPFedRep(FedRep, DPFedAvg):
     name = "dp_fedrep"
+    summary = "FedRep with the shared body's updates clipped and noised (client-level DP)"
     planner = staticmethod(plans.plan_dp_fedavg)
 
     plan_kwargs = DPFedAvg.plan_kwargs

@@ -24,6 +24,7 @@ def noise_magnitude_at_rates(plan, setting) -> dict:
 
 class PFedAvg(Method):
     name = "p_fedavg"
+    summary = "FedAvg without privacy (paper 000's P-FedAvg): the accuracy ceiling"
     planner = staticmethod(plans.plan_p_fedavg)
 
     def plan_kwargs(self, cfg):
@@ -35,6 +36,7 @@ class PFedAvg(Method):
 
 class DPFedAvg(Method):
     name = "dp_fedavg"
+    summary = "DP-FedAvg: one noise multiplier for all, set by the strictest budget (000/003)"
     planner = staticmethod(plans.plan_dp_fedavg)
 
     def plan_kwargs(self, cfg):
@@ -52,6 +54,7 @@ class DPFedAvg(Method):
 
 class GDPFed(Method):
     name = "gdpfed"
+    summary = "GDPFed (paper 000 Alg. 1): each privacy group's own noise at one sampling rate"
     planner = staticmethod(plans.plan_gdpfed)
 
     def plan_summary(self, plan, setting):
@@ -62,6 +65,7 @@ class GDPFed(Method):
 
 class GDPFedOpc(GDPFed):
     name = "gdpfed_opc"
+    summary = "GDPFed-opc: GDPFed with per-group sampling rates from Problem 1 (paper 000/003)"
     planner = staticmethod(plans.plan_gdpfed_opc)
     uses_rates = True
 
@@ -71,6 +75,7 @@ class GDPFedOpc(GDPFed):
 
 class GDPFedPlus(GDPFedOpc):
     name = "gdpfed_plus"
+    summary = "GDPFed+: GDPFed-opc with per-group top-k sparsification (paper 000 Sec. V)"
     planner = staticmethod(plans.plan_gdpfed_plus)
 
     def plan_kwargs(self, cfg):

@@ -25,6 +25,7 @@ class _Individualized(Method):
 
 class IDPSample(_Individualized):
     name = "idp_sample"
+    summary = "IDP-FedAvg SAMPLE (Boenisch et al. 2023): one sigma, per-group sampling rates"
     planner = staticmethod(plans.plan_idp_sample)
     uses_rates = True              # fixed rates, e.g. 003 App. B.2's printed ones
 
@@ -37,6 +38,7 @@ class IDPSample(_Individualized):
 
 class IDPScale(_Individualized):
     name = "idp_scale"
+    summary = "IDP-FedAvg SCALE (Boenisch et al. 2023): one rate, per-group clips scaling the noise"
     planner = staticmethod(plans.plan_idp_scale)
 
 
@@ -47,6 +49,7 @@ class IDPFedAvg(_Individualized):
     gaussian_adaptive`` itself (initial clip 0.1, target quantile 0.5, learning rate 0.2),
     whose noise is unseeded (TFF backend only)."""
     name = "idp_fedavg"
+    summary = "IDP-FedAvg as paper 004 runs it: SAMPLE's rates with adaptive clipping"
     planner = staticmethod(plans.plan_idp_fedavg)
     adaptive_clip = True
 

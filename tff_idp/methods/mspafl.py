@@ -58,6 +58,7 @@ PERSISTENT_STATE_GAP = (
 
 class MSPAFL(Method):
     name = "ms_pafl"
+    summary = "MS-PAFL (paper 002): model splitting, random check-in, closed-form bounds"
     default_split = "rows:half"
     needs_personal = True
     checks_budgets = False           # record-level local DP: its own report, not the ledger's
@@ -237,6 +238,7 @@ class MSPAFL(Method):
 class LDPFedAvg(MSPAFL):
     """002's baseline: MS-PAFL's machinery with the whole model public and p = 1."""
     name = "ldp_fedavg"
+    summary = "LDP-FedAvg (paper 002's baseline): MS-PAFL's machinery with the whole model public"
     default_split = "none"
     needs_personal = False
 

@@ -11,6 +11,7 @@ from .base import Method
 
 class PFA(Method):
     name = "pfa"
+    summary = "PFA (Liu et al. 2021): private mean projected on the public clients' subspace"
     planner = staticmethod(plans.plan_pfa)
 
     def config_errors(self, cfg):

@@ -45,6 +45,7 @@ def _extractor_phase(cfg, **kwargs) -> Phase:
 
 class Centaur(DPFedRep):
     name = "centaur"
+    summary = "CENTAUR (Shen et al. 2023): DP shared extractor, heads tuned on features"
 
     def phases(self, cfg):
         """CENTAUR's round (spec 3.4): the stored head fine-tuned on features computed once,
@@ -56,6 +57,7 @@ class Centaur(DPFedRep):
 
 class DPpFedDSU(Centaur):
     name = "dp_pfeddsu"
+    summary = "DP-pFedDSU (paper 001): CENTAUR with dynamically sparsified updates"
 
     def config_errors(self, cfg):
         yield from super().config_errors(cfg)
@@ -92,6 +94,7 @@ class DPpFedDSU(Centaur):
 
 class DPFedAvgFB(DPFedAvg):
     name = "dp_fedavg_fb"
+    summary = "DP-FedAvg-fb (paper 001's baseline): DP-FedAvg, then a fine-tuned head"
 
     def evaluation(self, cfg):
         return {"epochs": cfg.head_epochs, "lr": _head_lr(cfg), "tune": "all"}
@@ -99,6 +102,7 @@ class DPFedAvgFB(DPFedAvg):
 
 class PMTLFT(DPFedAvgFB):
     name = "pmtl_ft"
+    summary = "PMTL-FT (paper 001's baseline): proximal term to the global model, fine-tuning"
 
     def phases(self, cfg):
         lam = cfg.pmtl_lambda if cfg.pmtl_mode == "intended" else 0.0
@@ -110,6 +114,7 @@ class PMTLFT(DPFedAvgFB):
 
 class PPSGD(DPFedRep):
     name = "ppsgd"
+    summary = "PPSGD (paper 001's baseline): a DP global model plus a personal additive head"
     default_split = "layers:personal_head"
 
     def build_model(self, model):

@@ -1,0 +1,67 @@
+"""``python -m tff_idp.run --list``: what there is to run here. The configs under ``runs/``
+with their titles, the methods with one line each, and the data sets with whether each can
+be read on this machine (nothing is loaded: files are looked for)."""
+from __future__ import annotations
+
+import textwrap
+import tomllib
+from pathlib import Path
+from typing import List, Tuple
+
+
+def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
+    """(path, kind, title) of every config under ``runs_dir``: a table's ``[table] title``,
+    or an experiment config's first comment sentence."""
+    from .data.staging import config_files
+    out = []
+    for path in config_files(str(runs_dir)):
+        text = path.read_text()
+        try:
+            table = tomllib.loads(text).get("table")
+        except tomllib.TOMLDecodeError:
+            out.append((str(path), "?", "malformed TOML"))
+            continue
+        if table is not None:
+            out.append((str(path), "table", str(table.get("title", ""))))
+            continue
+        comment = " ".join(line.lstrip("# ").strip() for line in text.splitlines()
+                           if line.startswith("#"))
+        out.append((str(path), "run", comment.split(". ")[0].rstrip(".")))
+    return out
+
+
+def data_set_states(data_root: str = "datasets", data_dir: str = "datasets/tfds"):
+    """(name, state) of every real data set: "here", "ships with the code" or why not."""
+    from .data.sources import SOURCES, missing
+    out = []
+    for name in sorted(n for n in SOURCES if ":" not in n):
+        why = missing(name, data_dir=data_dir, root=data_root)
+        out.append((name, "here" if why is None else "missing: " + why.split(": ", 1)[-1]))
+    return out
+
+
+def listing(runs_dir: Path, width: int = 100) -> str:
+    from .methods import METHODS
+    lines = [f"configs under {runs_dir}/ (python -m tff_idp.run CONFIG; a table also needs "
+             "--scale smoke|laptop|paper):"]
+    for path, kind, title in config_titles(runs_dir):
+        lines.append(f"  {path}  [{kind}]")
+        lines += textwrap.wrap(title, width, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6, max_lines=2, placeholder=" ...")
+    lines += ["", "methods (--set 'methods=[\"NAME\", ...]'):"]
+    for name, method in METHODS.items():
+        lines.append(_row(f"  {name}", method.summary, 16, width))
+    lines += ["", "data sets (python -m tff_idp.data fetch NAME stages one; synthetic:NAME "
+              "is a stand-in of NAME's shapes):"]
+    for name, state in data_set_states():
+        lines.append(_row(f"  {name}", state, 19, width))
+    return "\n".join(lines)
+
+
+def _row(left: str, right: str, col: int, width: int) -> str:
+    """``left`` padded to ``col``, then ``right`` wrapped under itself."""
+    if len(left) >= col:
+        return left + "\n" + textwrap.fill(right, width, initial_indent=" " * col,
+                                           subsequent_indent=" " * col)
+    return textwrap.fill(right, width, initial_indent=left.ljust(col),
+                         subsequent_indent=" " * col)
