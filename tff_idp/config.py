@@ -521,16 +521,25 @@ def load(path: Optional[str], overrides: Optional[List[str]] = None) -> Experime
         values = dict(values, name=Path(path).stem)
     cfg = from_mapping(values)
     for item in overrides or []:
-        if "=" not in item:
-            _fail("--set", item, "expected key=value")
-        key, raw = item.split("=", 1)
-        key = key.strip()
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
-                _fail("--set", item, "not a TOML value; quote the strings inside it and the "
-                      "whole argument for the shell, e.g. " + _quoted_example(key, raw))
-            value = raw.strip()
-        cfg = from_mapping({key: value}, cfg)
+        cfg = from_mapping(dict([parse_override(item)]), cfg)
     return validate(cfg)
+
+
+def parse_override(item: str):
+    """(key, value) of one ``--set key=value`` (the value in TOML syntax; a bare word is a
+    string); a one-line ConfigError for what cannot be one."""
+    if "=" not in item:
+        _fail("--set", item, "expected key=value")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
+            _fail("--set", item, "not a TOML value; quote the strings inside it and the "
+                  "whole argument for the shell, e.g. " + _quoted_example(key, raw))
+        value = raw.strip()
+    if key not in KEYS and key != "method":
+        _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
+              " (python -m tff_idp.run --help lists every key)")
+    return key, value

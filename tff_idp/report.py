@@ -25,7 +25,7 @@ import numpy as np
 from .config import ConfigError
 from .harness import bounds as bounds_mod
 from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets,
-                            only_methods)
+                            only_methods, with_overrides)
 from .harness.runner import unit_complete
 
 
@@ -480,6 +480,9 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     out = Path(out) if out is not None else spec.out_root(scale, output_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
+    if spec.overrides:
+        md += ["", "**Changed from the table as written**, in every run: " +
+               ", ".join(f"`--set {item}`" for item in spec.overrides) + "."]
     if spec.notes:
         md += ["", spec.notes]
     figures = []
@@ -594,11 +597,15 @@ def main(argv=None) -> int:
                    help="where the runs' results are (default the table's output_dir)")
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="only these data-set labels (comma-separated, e.g. FMNIST)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="the runs made with run's --set (repeatable; --backend and --device "
+                   "are given as --set backend=... here)")
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="only these of the table's methods (comma-separated registry keys)")
     args = p.parse_args(argv)
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
+        spec = with_overrides(spec, args.overrides)
         units = expand(spec, args.scale, args.output_dir)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

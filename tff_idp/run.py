@@ -43,7 +43,8 @@ def parse_args(argv):
         epilog=_key_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", nargs="?", help="experiment config (TOML); omit for the default")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key (repeatable)")
+                   help="override a config key (repeatable; a table: in every unit, results "
+                   "under <scale>+<overrides>)")
     p.add_argument("--list", action="store_true",
                    help="list the configs under runs/, the methods and the data sets (with "
                    "whether each is here), then exit")
@@ -54,9 +55,10 @@ def parse_args(argv):
     p.add_argument("--output-dir", default=None,
                    help="where results go (overrides the config's output_dir; table configs: "
                    "the root of every run folder and of the default report)")
-    p.add_argument("--backend", choices=["tff", "fast"], help="override the config's backend")
+    p.add_argument("--backend", choices=["tff", "fast"],
+                   help="override the config's backend (a table: as --set)")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"],
-                   help="override the config's device (fast backend)")
+                   help="override the config's device (fast backend; a table: as --set)")
     p.add_argument("--scale", default=None,
                    help="table configs (required): smoke, laptop or paper")
     p.add_argument("--jobs", type=int, default=1,
@@ -248,15 +250,13 @@ def _run_table(args, stop) -> int:
     from .harness.runner import pending, run_table
     from .runtime import select_device
     from .harness.table import (check_data, expand, load_table, only_datasets, only_methods,
-                                require_scale)
+                                require_scale, with_overrides)
     try:
         require_scale(args.scale)
-        if args.overrides or args.backend or args.device:
-            raise ConfigError("--set/--backend/--device: not for table configs; put the keys "
-                              "in the table's [base] or [datasets.X]")
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
         spec = only_methods(only_datasets(load_table(args.config), args.only), args.methods)
+        spec = with_overrides(spec, table_overrides(args))
         if args.output_dir is not None:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)
@@ -288,6 +288,12 @@ def _run_table(args, stop) -> int:
                            Path(args.report_dir) if args.report_dir else None, args.output_dir)
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def table_overrides(args) -> list:
+    """A table run's --set items, with --backend and --device as items of their own."""
+    return list(args.overrides) + [f'{k}="{v}"' for k, v in (("backend", args.backend),
+                                                            ("device", args.device)) if v]
 
 
 def _check_run_folders(cfg, foreign: bool = True) -> None:

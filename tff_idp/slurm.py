@@ -26,7 +26,8 @@ from typing import List
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, unit_complete, units_by_state, write_units_list
-from .harness.table import TableSpec, check_data, expand, load_table, require_scale
+from .harness.table import (TableSpec, check_data, expand, load_table, require_scale,
+                            with_overrides)
 
 
 def _ranges(indices: List[int]) -> str:
@@ -85,7 +86,8 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
     task = " ".join(shlex.quote(t) for t in
                     [python, "-m", "tff_idp.harness.task", str(spec.path.resolve()), "--scale",
                      scale, "--max-requeues", str(args.max_requeues)] +
-                    (["--require-gpu"] if gpu else []))
+                    (["--require-gpu"] if gpu else []) +
+                    [a for item in spec.overrides for a in ("--set", item)])
     lines += ["",
               "# one unit (cell x method x seed) per array task; a complete unit is skipped,",
               "# an interrupted one resumes from its checkpoint",
@@ -127,6 +129,9 @@ def main(argv=None) -> int:
                    help="submit the missing units, count units by state, or write the report")
     p.add_argument("table", help="a table config (TOML with a [table] section)")
     p.add_argument("--scale", default=None, help="smoke, laptop or paper (required)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config key for every unit, as run's --set (repeatable; results "
+                   "under <scale>+<overrides>)")
     p.add_argument("--partition", default=None, help="#SBATCH --partition")
     p.add_argument("--gres", default="gpu:1", help="#SBATCH --gres (default gpu:1)")
     p.add_argument("--gpus", default=None, help="#SBATCH --gpus (instead of --gres)")
@@ -159,7 +164,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         require_scale(args.scale)
-        spec = load_table(args.table)
+        spec = with_overrides(load_table(args.table), args.overrides)
         if spec.kind != "train":
             raise ConfigError(f"table.kind={spec.kind!r}: nothing to train; run "
                               f"python -m tff_idp.report {args.table}")
@@ -174,8 +179,11 @@ def main(argv=None) -> int:
             try:
                 check_data(still_to_train(spec, args.scale, pending(units)))
             except ConfigError as e:
-                raise ConfigError(f"{str(e).split('; ')[0]}; stage it with python -m "
-                                  f"tff_idp.data fetch {args.table}") from e
+                why = (f"{str(e).split('; ')[0]}; stage it with python -m tff_idp.data "
+                       f"fetch {args.table}")
+                if not args.dry_run:
+                    raise ConfigError(why) from e
+                print(f"warning: {why} (a real submit refuses until then)", file=sys.stderr)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -218,7 +226,8 @@ def main(argv=None) -> int:
     script.write_text(text)
     print(f"wrote {script} ({len(todo)} of {len(units)} units; index -> unit in "
           f"{slurm_dir / 'units.tsv'})")
-    if args.dry_run:
+    if args.dry_run:                       # shown, for a look before a real submit
+        print("\n" + text)
         return 0
     if shutil.which("sbatch") is None:
         print("error: sbatch: not found on this machine; use --dry-run to only write the "

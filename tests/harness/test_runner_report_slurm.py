@@ -202,18 +202,26 @@ def test_a_setup_line_that_breaks_the_script_is_refused_and_nothing_is_written(t
     assert not (spec.out_root("smoke") / "slurm").exists()
 
 
-def test_submit_refuses_a_table_whose_data_are_not_staged(tmp_path):
+def test_submit_refuses_a_table_whose_data_are_not_staged_a_dry_run_warns(tmp_path,
+                                                                           monkeypatch):
+    """A real submit refuses in one line naming the fetch command (sbatch is never called);
+    --dry-run writes and shows the script with the same line as a warning (issue 34)."""
     from .conftest import tiny_table
     path = tiny_table(tmp_path, extra="")
     text = path.read_text().replace('dataset = "digits"', 'dataset = "cifar10"\n'
                                     f'data_dir = "{tmp_path / "empty"}"')
     path.write_text(text.replace('model = "logistic"', 'model = "cnn3"'))
-    proc = _run(["tff_idp.slurm", "submit", str(path), "--scale", "paper", "--dry-run"],
-                env={k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
+    env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = _run(["tff_idp.slurm", "submit", str(path), "--scale", "paper"], env=env)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "cifar10" in proc.stderr
     assert f"python -m tff_idp.data fetch {path}" in proc.stderr
     assert not (tmp_path / "results").exists()
+    dry = _run(["tff_idp.slurm", "submit", str(path), "--scale", "paper", "--dry-run"],
+               env=env)
+    assert dry.returncode == 0, dry.stderr[-1500:]
+    assert dry.stderr.startswith("warning: ") and f"data fetch {path}" in dry.stderr
+    assert "#SBATCH --array=" in dry.stdout and "tff_idp.harness.task" in dry.stdout
 
 
 def test_status_tells_running_from_stalled_by_the_heartbeat(table):
@@ -351,3 +359,39 @@ def test_report_states_each_observers_epsilon(table):
     assert "| digits | 2x | dp_fedavg | 1 / 2 / 4 | 0.99 / 1.98 / 3.96 | none (server-drawn " \
            "noise) | those who see the released models only |" in section
     assert "| p_fedavg |" not in section
+
+
+def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(table, capfd,
+                                                                               monkeypatch):
+    """Issue 34: `--set`, `--backend` apply to every cell; the runs' configs and fingerprints
+    carry them, they go under <scale>+<overrides> (never mixed with the table as written),
+    the report says what was changed, and the Slurm task lines carry the same items."""
+    from tff_idp import run
+    from tff_idp.harness.table import with_overrides
+    monkeypatch.chdir(table.parent)
+    assert run.main([str(table), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
+                     "--set", "rounds=1", "--backend", "fast"]) == 0
+    spec = load_table(str(table))
+    changed = with_overrides(spec, ["rounds=1", 'backend="fast"'])
+    root = changed.out_root("smoke")
+    assert root.name == "smoke+rounds_1_backend_fast" and not spec.out_root("smoke").exists()
+    units = [u for u in expand(changed, "smoke") if u.method == "p_fedavg"]
+    plain = {u.label: u for u in expand(spec, "smoke")}
+    for u in units:
+        cfg = json.loads((u.folder / "config.json").read_text())
+        assert cfg["rounds"] == 1 and cfg["backend"] == "fast", cfg
+        assert str(u.folder).startswith(str(root))
+        assert run_fingerprint(u.cfg, "p_fedavg") != run_fingerprint(plain[u.label].cfg,
+                                                                      "p_fedavg")
+    report = (root / "report" / "report.md").read_text()
+    assert "**Changed from the table as written**, in every run: `--set rounds=1`, " \
+           '`--set backend="fast"`.' in report
+    # the same items on a Slurm array task's command line, and a table-level key refused
+    sub = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
+                "--set", "rounds=1"])
+    assert sub.returncode == 0, sub.stderr[-1500:]
+    assert "--set rounds=1" in sub.stdout
+    capfd.readouterr()
+    assert run.main([str(table), "--scale", "smoke", "--set", "seed=3"]) == 2
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert len(err) == 1 and "--set='seed=3': not for a table" in err[0]

@@ -78,7 +78,7 @@ def task_command(spec: TableSpec, scale: str, index: int, output_dir: Optional[s
            "--index", str(index)]
     if output_dir:
         cmd += ["--output-dir", output_dir]
-    return cmd
+    return cmd + [a for item in spec.overrides for a in ("--set", item)]
 
 
 def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[str] = None,
@@ -151,11 +151,11 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop) ->
     import signal
     import tempfile
     from ..runtime import die_with_parent
-    from .table import load_table
+    from .table import load_table, with_overrides
     # a task finds its unit by index in the whole table (``spec`` may be restricted to some
     # data sets by --only)
-    index = {u.label: i for i, u in enumerate(expand(load_table(spec.path), scale,
-                                                     output_dir))}
+    whole = with_overrides(load_table(spec.path), spec.overrides)
+    index = {u.label: i for i, u in enumerate(expand(whole, scale, output_dir))}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.setdefault("OMP_NUM_THREADS", "1")
     queue, running, stopped, told = list(todo), [], 0, set()

@@ -199,6 +199,8 @@ class TableSpec:
     rates_sweep: Optional[dict] = None
     first_seed: int = 0                  # the seeds are first_seed .. first_seed + seeds - 1
     bounds: Optional[object] = None       # kind "bounds": harness.bounds.BoundsSpec
+    # --set key=value items (and --backend/--device) applied to every unit after the scale
+    overrides: List[str] = dataclasses.field(default_factory=list)
 
     def cell_values(self, dataset: str, column: Optional[int]) -> dict:
         v = dict(self.base)
@@ -228,7 +230,10 @@ class TableSpec:
         return list(range(len(self.axis.labels))) if self.axis is not None else [None]
 
     def out_root(self, scale: str, output_dir: Optional[str] = None) -> Path:
-        return Path(output_dir or self.base.get("output_dir", "results")) / self.name / scale
+        """<output_dir>/<table>/<scale>, or <scale>+<overrides> for a run with --set: such
+        runs never share folders (or reports) with the table as written."""
+        return Path(output_dir or self.base.get("output_dir", "results")) / self.name / (
+            scale + override_suffix(self.overrides))
 
     def reference_value(self, dataset: str, method: str, column: Optional[str]):
         ref = self.reference.get(dataset, {})
@@ -236,6 +241,29 @@ class TableSpec:
         if isinstance(r, dict):
             return r.get(column) if column is not None else r
         return r
+
+
+def override_suffix(overrides: List[str]) -> str:
+    """"" or "+key=value,..." (a readable slug; a long one is cut and hashed)."""
+    if not overrides:
+        return ""
+    import hashlib
+    text = _slug(",".join(overrides))
+    if len(text) > 60:
+        text = text[:50] + "-" + hashlib.sha256(",".join(overrides).encode()).hexdigest()[:8]
+    return "+" + text
+
+
+def with_overrides(spec: TableSpec, overrides: List[str]) -> TableSpec:
+    """The table with ``--set`` items applied to every unit (each checked here: a bad key or
+    value is a one-line ConfigError before any work)."""
+    from ..config import parse_override
+    for item in overrides:
+        key, _ = parse_override(item)
+        if key in ("methods", "method", "seed", "name", "output_dir"):
+            _fail("--set", item, "not for a table: its methods are chosen with --methods, its "
+                  "seeds and name by the table, its results folder by --output-dir")
+    return dataclasses.replace(spec, overrides=list(spec.overrides) + list(overrides))
 
 
 def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
@@ -384,6 +412,9 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             # the scale reads the cell's methods (their phases decide what is capped)
             values.setdefault("methods", spec.methods_of(ds, label))
             values = scale_values(values, scale)
+            if spec.overrides:                   # --set: after the scale, on every unit
+                from ..config import parse_override
+                values.update(parse_override(item) for item in spec.overrides)
             folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
             for method in values.pop("methods", spec.methods):
                 for seed in seeds:

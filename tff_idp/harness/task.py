@@ -29,6 +29,8 @@ def main(argv=None) -> int:
     p.add_argument("--scale", default="paper")
     p.add_argument("--index", type=int, default=None)
     p.add_argument("--output-dir", default=None)
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   help="the table run's --set items (every unit)")
     p.add_argument("--max-requeues", type=int, default=3)
     p.add_argument("--require-gpu", action="store_true",
                    help="fail at once (exit 2, one line, not requeued) when TensorFlow sees "
@@ -38,7 +40,7 @@ def main(argv=None) -> int:
     quiet_tf_logs()
     exit_cleanly_on_sigterm()        # a SIGTERM during start-up: exit 143 too, to be requeued
     from .runner import run_unit_recording_failure, unit_complete
-    from .table import expand, load_table
+    from .table import expand, load_table, with_overrides
     try:
         if args.require_gpu:
             from ..runtime import select_device
@@ -55,7 +57,8 @@ def main(argv=None) -> int:
                 raise ConfigError(f"SLURM_ARRAY_TASK_ID={raw!r}: give --index or run as an "
                                   "array task")
             index = int(raw)
-        units = expand(load_table(args.table), args.scale, args.output_dir)
+        units = expand(with_overrides(load_table(args.table), args.overrides), args.scale,
+                       args.output_dir)
         if not 0 <= index < len(units):
             raise ConfigError(f"--index={index}: the table has units 0..{len(units) - 1}")
     except ConfigError as e:
