@@ -286,8 +286,22 @@ def _run_table(args, stop) -> int:
         from .report import write_report
         out = write_report(spec, args.scale,
                            Path(args.report_dir) if args.report_dir else None, args.output_dir)
+        print(main_table(out.read_text()))
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def main_table(report_md: str) -> str:
+    """The report's first table (the results, ours beside the paper's) with its heading
+    line, for the terminal at the end of a table run."""
+    lines = report_md.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith("|")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")),
+               len(lines))
+    head = next((l for l in reversed(lines[:start]) if l.startswith("Scale `")), "")
+    return "\n".join(([head, ""] if head else []) + lines[start:end])
 
 
 def table_overrides(args) -> list:

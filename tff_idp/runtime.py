@@ -22,9 +22,8 @@ def quiet_tf_logs():
     spurious cuDNN/cuBLAS registration "errors" at import, which would turn a one-line
     refusal into four lines. Its Python logger too, down to errors (retracing notices of
     tf.functions whose shapes change between rounds are not the user's concern)."""
-    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
-        import logging
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    import logging
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 

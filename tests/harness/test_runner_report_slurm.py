@@ -371,6 +371,8 @@ def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(ta
     monkeypatch.chdir(table.parent)
     assert run.main([str(table), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
                      "--set", "rounds=1", "--backend", "fast"]) == 0
+    out = capfd.readouterr().out            # the results table, at the end of the run
+    assert "| Dataset | Method | 1x | 2x |" in out and "| digits | p_fedavg |" in out
     spec = load_table(str(table))
     changed = with_overrides(spec, ["rounds=1", 'backend="fast"'])
     root = changed.out_root("smoke")

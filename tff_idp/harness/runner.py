@@ -130,8 +130,8 @@ def _run_in_process(todo: List[Unit], bar, failures: List[str], stop) -> None:
                 print(_stop_line(todo, 0, len(todo) - i, stop.signum), file=sys.stderr)
                 raise SystemExit(stop.exit_status)
             bar.set_postfix_str(unit.label)
-            try:
-                err = run_unit_recording_failure(unit)
+            try:                                   # its round bar (with accuracy) below
+                err = run_unit_recording_failure(unit, progress=not bar.disable)
             except SystemExit:                     # the unit stopped at a checkpoint
                 print(_stop_line(todo, 1, len(todo) - i - 1, stop.signum or 15),
                       file=sys.stderr)
