@@ -87,6 +87,9 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
         config = json.loads((folder / "config.json").read_text())
         assert config["local_steps"] == 2 and config["method"] == method
     assert not list((tmp_path / "out" / "tiny").glob("*.partial"))
+    plot = tmp_path / "out" / "tiny" / "convergence-seed0.png"     # said where, at the end
+    assert plot.read_bytes()[:4] == b"\x89PNG" and f"convergence plot {Path('out')}" in \
+        proc.stdout.replace(str(tmp_path) + "/", "")
     assert set(_workers()) <= before
 
 

@@ -54,7 +54,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
-                              "observers": [], "audits": [], "unreadable": []})
+                              "observers": [], "audits": [], "unreadable": [],
+                              "metric": "test_accuracy"})
         if not is_complete(u.folder):
             c["missing"].append(u.label)
             continue
@@ -82,6 +83,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         if s.get("audit"):
             c["audits"].append((u.seed, s["audit"]))
         c["curves"].append(curve)
+        c["metric"] = s.get("headline_metric", "test_accuracy")
     return cells
 
 
@@ -333,59 +335,111 @@ def _legend_below(fig, handles, labels) -> None:
 
 def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                      ) -> Optional[Path]:
-    """Mean test accuracy per round over seeds (a band of one std), one panel per data set,
-    methods by their papers' names, the paper's final value as a star at the last round
-    where it has one; the title says the scale and when the data were synthetic stand-ins;
-    the legend sits below the panels, off the lines."""
+    """Mean test accuracy per round over seeds (a band of one std), one panel per data set in
+    a grid of at most three columns, methods by their papers' names (with † where the ledger
+    does not cover the run), the paper's final value as a star at the last round where it
+    has one (smoke scale: none); the y axis names the metric (personalised accuracy for
+    methods evaluated on each client's own model); the title, wrapped, says the scale and
+    when the data were synthetic stand-ins; the legend sits below the panels."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
     from .methods import paper_name
     datasets = list(spec.datasets)
-    fig, axes = plt.subplots(1, len(datasets), figsize=(max(6.4, 4.2 * len(datasets)), 3.8),
+    ncols = min(3, len(datasets))
+    nrows = -(-len(datasets) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.4, 4.4 * ncols), 3.6 * nrows + 0.6),
                              squeeze=False)
+    panels = list(axes.flat)
+    for ax in panels[len(datasets):]:
+        ax.set_visible(False)
     drawn, synthetic = False, False
     columns = spec.axis.labels if spec.axis else [None]
-    for ax, ds in zip(axes[0], datasets):
+    for ax, ds in zip(panels, datasets):
         pairs = [(col, m) for col in columns for m in spec.methods_of(ds, col)]
-        for k, (col, m) in enumerate(pairs):
+        metrics = set()
+        for col, m in pairs:
             c = cells.get((ds, col, m))
             if not c or not c["curves"]:
                 continue
             synthetic |= any("synthetic" in n for n in c["notes"])
+            metrics.add(c["metric"])
             curves = np.asarray(c["curves"], float)
             mean = np.nanmean(curves, axis=0)
             x = np.arange(1, len(mean) + 1)
             label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
-            line, = ax.plot(x, mean, label=label, marker="o" if len(x) < 12 else None)
+            label += " †" if c["not_covered"] else ""
+            keep = np.isfinite(mean)               # rounds not evaluated (eval_every)
+            line, = ax.plot(x[keep], mean[keep], label=label,
+                            marker="o" if keep.sum() < 12 else None)
             if len(curves) > 1:
                 sd = np.nanstd(curves, axis=0)
-                ax.fill_between(x, mean - sd, mean + sd, alpha=0.2, color=line.get_color())
-            paper = spec.reference_value(ds, m, col)
-            if isinstance(paper, (int, float)):     # side by side right of the last round
-                ax.plot([x[-1] * (1.03 + 0.025 * k)], [paper], marker="*", markersize=10,
-                        linestyle="none", color=line.get_color(), markeredgecolor="k")
+                ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
+                                color=line.get_color())
+            paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
+            if isinstance(paper, (int, float)):     # at the last round, as the paper's final
+                ax.plot([x[-1]], [paper], marker="*", markersize=11, linestyle="none",
+                        color=line.get_color(), markeredgecolor="k", zorder=5)
             drawn = True
         ax.set_title(ds)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("round")
-        ax.set_ylabel("test accuracy (%)")
+        ax.set_ylabel("personalised test accuracy (%)" if metrics == {
+            "personal_test_accuracy"} else "test accuracy (%)")
         ax.grid(alpha=0.3)
     if not drawn:
         plt.close(fig)
         return None
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    for ax in axes[0][1:]:
+    handles, labels = panels[0].get_legend_handles_labels()
+    for ax in panels[1:len(datasets)]:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
-                              color="grey", markeredgecolor="k"))
-    labels.append("paper (final)")
+    if scale != "smoke" and any(isinstance(spec.reference_value(ds, m, col), (int, float))
+                                for ds in datasets for col in columns
+                                for m in spec.methods_of(ds, col)):
+        handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
+                                  color="grey", markeredgecolor="k"))
+        labels.append("paper (final)")
     title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
     if synthetic:
         title += " - synthetic stand-in data (wiring check)"
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 11))), fontsize=10)
+    _legend_below(fig, handles, labels)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
+                    reference: Optional[Dict[str, float]] = None) -> Path:
+    """One experiment config's methods (``folders``: method -> its run folder): test accuracy
+    per round, the paper's value (``reference``) as a star at the last round."""
+    plt = _plt()
+    from .methods import paper_name
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    for method, folder in folders.items():
+        s, curve = read_run(folder)
+        y = np.asarray(curve, float)
+        x = np.arange(1, len(y) + 1)
+        keep = np.isfinite(y)
+        covered = s.get("privacy", {}).get("guarantee", {}).get("valid") is not False
+        line, = ax.plot(x[keep], y[keep], label=paper_name(method) + ("" if covered else " †"))
+        paper = (reference or {}).get(method)
+        if paper is not None:
+            ax.plot([x[-1]], [paper], marker="*", markersize=11, linestyle="none",
+                    color=line.get_color(), markeredgecolor="k", zorder=5)
+        metric = s.get("headline_metric", "test_accuracy")
+    ax.set_xlabel("round")
+    ax.set_ylabel("personalised test accuracy (%)" if metric == "personal_test_accuracy"
+                  else "test accuracy (%)")
+    ax.grid(alpha=0.3)
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
+    handles, labels = ax.get_legend_handles_labels()
+    if reference:
+        handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
+                                  color="grey", markeredgecolor="k"))
+        labels.append("paper (final)")
     _legend_below(fig, handles, labels)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -371,6 +371,9 @@ def _train_all(exp, args) -> int:
              f"delta={cfg.resolved_delta:.3g}, seed={cfg.seed}")
     print(title)
     print(format_table(table_rows, list(table_rows[0].keys())))
+    from .report import plot_run_curves
+    plot = plot_run_curves({m: out_root / run_folder_name(cfg, m) for m in cfg.methods},
+                           out_root / f"convergence-seed{cfg.seed}.png", title, cfg.reference)
     if any(r[EPS_VIEWERS] != "-" for r in table_rows):
         print(textwrap.fill(OBSERVERS_LEGEND, 100))
     if any(AUDIT in r for r in table_rows):
@@ -386,7 +389,8 @@ def _train_all(exp, args) -> int:
         why = s["privacy"].get("guarantee", {}).get("why_not_valid")
         if why:
             print(f"{s['method']}: epsilon not covered: {why}")
-    print(f"wall time {time.perf_counter() - started:.0f} s; results in {out_root}")
+    print(f"wall time {time.perf_counter() - started:.0f} s; results in {out_root}; "
+          f"convergence plot {plot}")
     return 0
 
 

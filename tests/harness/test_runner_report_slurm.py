@@ -397,3 +397,42 @@ def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(ta
     assert run.main([str(table), "--scale", "smoke", "--set", "seed=3"]) == 2
     err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
     assert len(err) == 1 and "--set='seed=3': not for a table" in err[0]
+
+
+def test_convergence_panels_are_a_grid_with_the_metric_named(tmp_path, monkeypatch):
+    """Issue 34: many panels wrap into rows of three (paper 001's eight panels were one
+    3696 x 418 row); personalised cells say so on the y axis; a run the ledger does not
+    cover carries † in the legend; the paper's star sits at the last round."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+    from tff_idp import report
+    from .conftest import tiny_table
+    spec = load_table(str(tiny_table(tmp_path)))
+    labels = [f"D{i}" for i in range(5)]
+    spec.datasets = {d: dict(spec.datasets["digits"]) for d in labels}
+    spec.axis = None
+    spec.reference = {"D0": {"p_fedavg": 70.0}}
+    cell = lambda metric, uncovered: {"curves": [[50.0, 60.0, 65.0]], "notes": set(),
+                                      "metric": metric, "not_covered": uncovered}
+    cells = {(d, None, m): cell("personal_test_accuracy" if d == "D1" else "test_accuracy",
+                                {"why"} if m == "dp_fedavg" else set())
+             for d in labels for m in ("p_fedavg", "dp_fedavg")}
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, path, **kw):
+        seen["axes"] = [a for a in fig.axes if a.get_visible()]
+        seen["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
+        return real_savefig(fig, path, **kw)
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    path = report.plot_convergence(spec, cells, tmp_path / "c.png", "paper")
+    h, w = matplotlib.image.imread(path).shape[:2]
+    assert h > 0.45 * w                                   # two rows of three, not one row
+    ylabels = {a.get_title(): a.get_ylabel() for a in seen["axes"]}
+    assert ylabels["D1"] == "personalised test accuracy (%)"
+    assert ylabels["D0"] == "test accuracy (%)" and len(seen["axes"]) == 5
+    assert "DP-FedAvg †" in seen["legend"] and "paper (final)" in seen["legend"]
+    star = [l for l in seen["axes"][0].get_lines() if l.get_marker() == "*"]
+    assert len(star) == 1 and list(star[0].get_xdata()) == [3]
