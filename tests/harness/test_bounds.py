@@ -24,7 +24,7 @@ def test_every_figure_config_loads_and_expands(name):
 def test_figure4_points_are_theorem4_on_corollary1():
     spec = load_table(str(RUNS / "figure4.toml"))
     rows = bounds.compute(spec.bounds, spec.cell_values("Adult", None))
-    row = next(r for r in rows if r["curve"] == "expected_rate=0.5" and r["rounds"] == 10)
+    row = next(r for r in rows if r["curve"] == "p = 0.5" and r["rounds"] == 10)
     e = mspafl.round_epsilon(0.5, 65 / 325, 1.0, 100)
     d = mspafl.round_delta(0.5, 65 / 325, 1e-4, 100)
     assert (row["global_epsilon"], row["total_delta"]) == pytest.approx(
@@ -36,7 +36,7 @@ def test_figure5_compares_wr_wor_and_the_baseline():
     spec = load_table(str(RUNS / "figure5.toml"))
     rows = bounds.compute(spec.bounds, spec.cell_values("Adult", None))
     at100 = {r["curve"]: r["client_epsilon"] for r in rows if r["rounds"] == 100}
-    assert at100["client_epsilon, wr"] / at100["client_epsilon"] == pytest.approx(0.963, abs=1e-3)
+    assert at100["eps_i^T, WR"] / at100["eps_i^T, WOR"] == pytest.approx(0.963, abs=1e-3)
     assert at100["no amplification (baseline)"] == pytest.approx(0.49405 * 10, rel=1e-4)
 
 
@@ -44,7 +44,7 @@ def test_report_writes_csv_png_and_the_total_delta(tmp_path):
     spec = load_table(str(RUNS / "figure6.toml"))
     md = write_report(spec, "paper", tmp_path)
     text = md.read_text()
-    assert "Total delta" in text and "batch_size=13, wr" in text
+    assert "Total delta" in text and "b = 13 (q = 0.2), WR" in text   # the paper's symbols
     assert (tmp_path / "Adult" / "bounds.png").stat().st_size > 10_000
     assert (tmp_path / "Adult" / "bounds.csv").read_text().startswith("curve,rounds,")
 

@@ -110,6 +110,26 @@ def point(quantity: str, v: Dict, examples: int, variant: str = ""):
                                      sample_size=int(v["local_steps"]) * int(v["batch_size"])), None
 
 
+# paper 002's symbols for the config keys and quantities the figures vary
+SYMBOLS = {"expected_rate": "p", "batch_size": "b", "local_epsilon": "eps_l",
+           "rounds": "T", "local_steps": "Q", "num_clients": "N",
+           "round_epsilon": "eps_c^t", "global_epsilon": "eps_c^T", "client_epsilon": "eps_i^T"}
+AXES = {"local_epsilon": "eps_l: each upload's local budget (Lemma 1)", "rounds": "T: rounds",
+        "round_epsilon": "eps_c^t: global model, per round (Cor. 1)",
+        "global_epsilon": "eps_c^T: global model, T rounds (Thm. 4)",
+        "client_epsilon": "eps_i^T: one client, T rounds (Thm. 3)"}
+
+
+def _curve_label(spec: BoundsSpec, v: Dict, c) -> str:
+    """The curve in the paper's symbols: "p = 0.5"; a batch size also as its data sampling
+    rate q = Q b / |D_i| (WOR), the symbol Figure 3(b)'s caption uses."""
+    symbol = SYMBOLS.get(spec.curves, spec.curves)
+    if spec.curves == "batch_size":
+        q = int(v["local_steps"]) * int(c) / spec.examples_per_client
+        return f"b = {c:g} (q = {q:.2g})"
+    return f"{symbol} = {c:g}"
+
+
 def compute(spec: BoundsSpec, values: Dict) -> List[Dict]:
     """Every point: rows of (curve, x, quantity value, total delta where Theorem 4 has one)."""
     base = {**DEFAULTS, **{k: values[k] for k in KEYS if k in values}}
@@ -124,8 +144,10 @@ def compute(spec: BoundsSpec, values: Dict) -> List[Dict]:
                     v[spec.curves] = c
                 v[spec.x] = xv
                 label = ("no amplification (baseline)" if variant == "baseline" else
-                         (f"{spec.curves}={c}" if spec.curves else spec.quantity)
-                         + (f", {variant}" if variant else ""))
+                         (_curve_label(spec, v, c) if spec.curves else
+                          SYMBOLS.get(spec.quantity, spec.quantity))
+                         + (f", {variant.upper()}" if variant else
+                            ", WOR" if spec.compare else ""))
                 value, delta = point(spec.quantity, v, spec.examples_per_client, variant)
                 row = {"curve": label, spec.x: xv, spec.quantity: value}
                 if delta is not None:
@@ -151,13 +173,15 @@ def write(spec: BoundsSpec, rows: List[Dict], out: Path, title: str, caption: st
                if r["curve"] == label and r[spec.quantity] is not None]
         if pts:
             ax.plot(*zip(*pts), marker="o", ms=3, label=label)
-    ax.set_xlabel(spec.x)
-    ax.set_ylabel(spec.quantity.replace("_", " "))
+    ax.set_xlabel(AXES.get(spec.x, spec.x))
+    ax.set_ylabel(AXES.get(spec.quantity, spec.quantity.replace("_", " ")))
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    import textwrap
+    lines = textwrap.wrap(caption, 150)
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=6, va="bottom")
+    fig.tight_layout(rect=(0, 0.03 + 0.022 * len(lines), 1, 1))
     png = out / "bounds.png"
     fig.savefig(png, dpi=130)
     plt.close(fig)
