@@ -20,6 +20,16 @@ case "$ver" in
   *) echo "error: $py is Python $ver; tff-idp supports Python 3.11 only (the code reads TOML with the standard library's tomllib, 3.11+, and TensorFlow Federated 0.87 needs < 3.12; the pinned install is tested on 3.11): use python3.11, or set PYTHON=/path/to/python3.11" >&2
      exit 2 ;;
 esac
+gpu_libraries() {
+  # GPU=1: the CUDA / cuDNN libraries of TensorFlow's and-cuda extra (requirements-gpu.txt)
+  [ "${GPU:-0}" = "1" ] || return 0
+  local gstamp="$venv/.tff_idp_gpu_installed" gwant
+  gwant="$(sha256sum < "$root/requirements-gpu.txt" | cut -c1-16)"
+  if [ -f "$gstamp" ] && [ "$(cat "$gstamp")" = "$gwant" ]; then return 0; fi
+  echo "GPU=1: installing the CUDA 11.8 / cuDNN 8.7 libraries (about 2.5 GB, once)" >&2
+  "$venv/bin/python" -m pip install --quiet --no-deps -r "$root/requirements-gpu.txt"
+  echo "$gwant" > "$gstamp"
+}
 stamp="$venv/.tff_idp_installed"
 want="$(cat "$root/requirements.txt" "$root/requirements-tff.txt" | sha256sum | cut -c1-16)"
 project="$venv/.tff_idp_project"
@@ -30,6 +40,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     "$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
     echo "$want_project" > "$project"
   fi
+  gpu_libraries
   exit 0
 fi
 echo "setting up $venv with Python $ver (a few minutes, once)" >&2
@@ -40,3 +51,4 @@ echo "setting up $venv with Python $ver (a few minutes, once)" >&2
 "$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
 echo "$want_project" > "$project"
 echo "$want" > "$stamp"
+gpu_libraries

@@ -3,6 +3,7 @@ every third-party import of the package (TensorFlow Federated excepted, installe
 set-up script for its broken pin), one console script dispatches to every tool, and the
 Python versions claimed are the ones the set-up script accepts."""
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -92,3 +93,37 @@ def test_a_bare_virtualenv_resolves_the_declared_dependencies(tmp_path):
     declared = {d.split(">")[0].split("<")[0].split("=")[0].strip().lower()
                 for d in PYPROJECT["project"]["dependencies"]}
     assert declared <= set(got) and got["tff-idp"] == PYPROJECT["project"]["version"]
+
+
+def test_gpu_requirements_are_tensorflows_and_cuda_extra():
+    """requirements-gpu.txt (GPU=1) pins what the installed TensorFlow's "and-cuda" extra
+    pins, TensorRT aside (TF-TRT only)."""
+    import importlib.metadata
+    import re
+    extra = {}
+    for req in importlib.metadata.requires("tensorflow"):
+        m = re.match(r"([A-Za-z0-9_.\-]+)\s*\(?==\s*([^;)\s]+)\)?\s*;.*extra == .and-cuda.", req)
+        if m:
+            extra[m.group(1).lower()] = m.group(2)
+    assert extra.pop("tensorrt") and len(extra) >= 10
+    ours = dict(line.split("==") for line in
+                (ROOT / "requirements-gpu.txt").read_text().splitlines()
+                if line.strip() and not line.startswith("#"))
+    assert ours == extra
+
+
+def test_gpu_env_puts_the_cuda_libraries_on_the_library_path(tmp_path):
+    """scripts/gpu_env.sh adds every <venv>/.../site-packages/nvidia/*/lib and nothing for a
+    CPU-only environment (LD_LIBRARY_PATH left unset)."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "nvidia"
+    for name in ("cudnn", "cublas"):
+        (site / name / "lib").mkdir(parents=True)
+    script = ROOT / "scripts" / "gpu_env.sh"
+    env = {"PATH": os.environ["PATH"]}
+    show = 'set -euo pipefail; source "$0" "$1"; echo "${LD_LIBRARY_PATH-unset}"'
+    gpu = subprocess.run(["bash", "-c", show, str(script), str(tmp_path / "venv")], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert sorted(gpu.split(":")) == sorted(str(site / n / "lib") for n in ("cudnn", "cublas"))
+    cpu = subprocess.run(["bash", "-c", show, str(script), str(tmp_path / "none")], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert cpu == "unset"

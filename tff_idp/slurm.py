@@ -26,8 +26,8 @@ from typing import List
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, unit_complete, units_by_state, write_units_list
-from .harness.table import (TableSpec, check_data, expand, load_table, require_scale,
-                            with_overrides)
+from .harness.table import (TableSpec, check_data, expand, load_table, only_datasets,
+                            only_methods, require_scale, with_overrides)
 
 
 def _ranges(indices: List[int]) -> str:
@@ -94,6 +94,9 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
               "set -euo pipefail",
               f"cd {shlex.quote(str(repo))}"]
     lines += list(args.setup)
+    if gpu:                                # a GPU=1 environment's CUDA libraries
+        venv = str(Path(python).parent.parent)
+        lines += [f"source scripts/gpu_env.sh {shlex.quote(venv)}"]
     lines += [f"if [ ! -x {shlex.quote(python)} ]; then",
               f"  echo \"error: interpreter {python} not found on $(hostname)\" >&2; exit 2",
               "fi",
@@ -155,8 +158,12 @@ def main(argv=None) -> int:
     p.add_argument("--python", default=None,
                    help="the interpreter on the compute nodes (default: the one running "
                         "this command, absolute)")
-    p.add_argument("--cpus", type=int, default=4, help="#SBATCH --cpus-per-task")
-    p.add_argument("--mem", default="32G", help="#SBATCH --mem")
+    p.add_argument("--cpus", type=int, default=4, help="#SBATCH --cpus-per-task (default 4)")
+    p.add_argument("--mem", default="32G", help="#SBATCH --mem (default 32G)")
+    p.add_argument("--only", default=None, metavar="LABELS",
+                   help="only these data-set labels, as run's --only (comma-separated)")
+    p.add_argument("--methods", default=None, metavar="NAMES",
+                   help="only these of the table's methods, as run's --methods")
     p.add_argument("--account", default=None, help="#SBATCH --account")
     p.add_argument("--array-parallel", type=int, default=None,
                    help="at most N array tasks at once (--array=...%%N)")
@@ -164,11 +171,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         require_scale(args.scale)
-        spec = with_overrides(load_table(args.table), args.overrides)
+        whole = with_overrides(load_table(args.table), args.overrides)
+        spec = only_methods(only_datasets(whole, args.only), args.methods)
         if spec.kind != "train":
             raise ConfigError(f"table.kind={spec.kind!r}: nothing to train; run "
                               f"python -m tff_idp.report {args.table}")
         units = expand(spec, args.scale)
+        # array task i runs unit i of the whole table (harness.task expands it all)
+        all_units = expand(whole, args.scale)
         if args.array_parallel is not None and args.array_parallel < 1:
             raise ConfigError(f"--array-parallel={args.array_parallel}: must be >= 1")
         if args.grace < 30:
@@ -204,7 +214,8 @@ def main(argv=None) -> int:
         print(f"report: {path}; {len(units) - len(missing)} of {len(units)} units complete")
         return 0
     reuse_equal_runs(spec, args.scale, pending(units))   # runs other tables already made
-    todo = [i for i, u in enumerate(units) if not unit_complete(u)]
+    chosen = {u.label for u in units}
+    todo = [i for i, u in enumerate(all_units) if u.label in chosen and not unit_complete(u)]
     slurm_dir = root / "slurm"
     log_dir = slurm_dir / "logs"
     if not todo:
@@ -213,7 +224,7 @@ def main(argv=None) -> int:
     repo = Path(__file__).resolve().parents[1]
     python = str(Path(args.python or sys.executable).absolute())
     if args.time is None:
-        args.time = default_time([units[i] for i in todo])
+        args.time = default_time([all_units[i] for i in todo])
     text = sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(), python)
     why = shell_syntax_error(text)
     if why:                                # e.g. an unbalanced quote in a --setup line
@@ -221,7 +232,7 @@ def main(argv=None) -> int:
               f"{why}); nothing written", file=sys.stderr)
         return 2
     log_dir.mkdir(parents=True, exist_ok=True)
-    write_units_list(units, slurm_dir / "units.tsv")
+    write_units_list(all_units, slurm_dir / "units.tsv")
     script = slurm_dir / "array.sbatch"
     script.write_text(text)
     print(f"wrote {script} ({len(todo)} of {len(units)} units; index -> unit in "

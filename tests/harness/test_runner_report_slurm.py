@@ -87,6 +87,7 @@ def test_slurm_script_and_task_logic(table, tmp_path):
                  "#SBATCH --signal=TERM@300", "#SBATCH --qos=high", "#SBATCH --constraint=a100",
                  "#SBATCH --mail-type=END,FAIL", "#SBATCH --exclusive", "set -euo pipefail",
                  f"cd {ROOT}", "module load cuda/12.2",
+                 f"source scripts/gpu_env.sh {Path(python).parent.parent}",
                  f"srun --ntasks=1 {python} -m tff_idp.harness.task {table.resolve()} "
                  "--scale smoke --max-requeues 3 --require-gpu"):
         assert line in script, line
@@ -436,3 +437,17 @@ def test_convergence_panels_are_a_grid_with_the_metric_named(tmp_path, monkeypat
     assert "DP-FedAvg †" in seen["legend"] and "paper (final)" in seen["legend"]
     star = [l for l in seen["axes"][0].get_lines() if l.get_marker() == "*"]
     assert len(star) == 1 and list(star[0].get_xdata()) == [3]
+
+
+def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
+    """Issue 34: --methods / --only restrict the array to those units; each array index is
+    still the unit's index in the whole table, which is what the task expands."""
+    whole = expand(load_table(str(table)), "smoke")
+    want = [i for i, u in enumerate(whole) if u.method == "dp_fedavg"]
+    sub = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
+                "--methods", "dp_fedavg", "--only", "digits"])
+    assert sub.returncode == 0, sub.stderr[-1500:]
+    array = next(l for l in sub.stdout.splitlines() if l.startswith("#SBATCH --array="))
+    assert len(want) == 2 and array == "#SBATCH --array=" + ",".join(map(str, want)), array
+    helptext = _run(["tff_idp.slurm", "--help"]).stdout
+    assert "(default 4)" in helptext and "(default 32G)" in helptext
