@@ -531,7 +531,7 @@ def test_a_long_round_stops_at_the_next_chunk_and_resumes_to_the_same_metrics(tm
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", 'methods=["p_fedavg"]',
             "--set", 'backend="fast"', "--set", "expected_rate=1.0", "--set",
-            "fast_chunk_size=2", "--set", "local_steps=20", "--set", "rounds=4", "--set",
+            "fast_chunk_size=2", "--set", "local_steps=12", "--set", "rounds=3", "--set",
             "checkpoint_every=0"]
     ref = subprocess.run(args + ["--set", 'output_dir="ref"'], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)

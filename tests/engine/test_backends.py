@@ -70,7 +70,7 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
     # (cohort_model._lstm_recurrence), 3 rounds, momentum 0.9 as in GDPFed's Table I (not
     # GDPFed+: its top-k of noised updates turns float32 differences into other coordinates)
     ("idp_fedavg", ('dataset="synthetic:shakespeare-leaf"', 'model="char_lstm"',
-                     "num_clients=12", "expected_rate=0.5", "rounds=3", "local_steps=2",
+                     "num_clients=8", "expected_rate=0.5", "rounds=3", "local_steps=1",
                      "batch_size=4", "momentum=0.9")),
 ])
 def test_fast_backend_matches_tff_backend_noise_on(method, extra):

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cmd(out, method, extra=()):
     return [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", f"output_dir=\"{out}\"",
-            "--set", f"methods=[\"{method}\"]", "--set", "rounds=8", "--set", "num_clients=60",
+            "--set", f"methods=[\"{method}\"]", "--set", "rounds=4", "--set", "num_clients=60",
             "--set", "checkpoint_every=1", "--set", "expected_rate=0.2", "--set",
             "name=\"resume\""] + [a for kv in extra for a in ("--set", kv)]
 
