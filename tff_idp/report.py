@@ -404,7 +404,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
     if synthetic:
         title += " - synthetic stand-in data (wiring check)"
-    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 11))), fontsize=10)
+    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 14))), fontsize=10)
     _legend_below(fig, handles, labels)
     fig.savefig(path, dpi=110)
     plt.close(fig)
