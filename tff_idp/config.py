@@ -87,7 +87,7 @@ class ExperimentConfig:
     # to the public group's budget)
     pfa_accounting: str = "paper"
     # PFA's public clients add their group's "full" noise (their rows are seen one by one) or
-    # only their "share" of the group sum's (a diagnostic reading, not private: see README)
+    # only their "share" of the group sum's (a diagnostic reading, not private: docs/privacy.md)
     pfa_public_noise: str = "full"
     # PFA's projection of the private mean around the public mean: "per-layer" (each model
     # tensor its own rank-1 subspace, as the original code does) or "global" (one subspace of
