@@ -40,9 +40,9 @@ def _metrics(out, method):
                     "num_clients=8", "expected_rate=1.0", 'backend="fast"')),
     # Shakespeare's LSTM on the fast backend (the recurrence's hand-written gradient), its
     # curve evaluated on a subset and the last round on the whole (small) test set
-    ("dp_fedavg", ('dataset="synthetic:shakespeare-leaf"', 'model="char_lstm"', "rounds=4",
-                   "num_clients=10", "expected_rate=0.4", "local_steps=1", "batch_size=4",
-                   "momentum=0.9", "test_examples=64", "curve_test_examples=16",
+    ("dp_fedavg", ('dataset="synthetic:shakespeare-leaf"', 'model="char_lstm"', "rounds=3",
+                   "num_clients=8", "expected_rate=0.4", "local_steps=1", "batch_size=4",
+                   "momentum=0.9", "test_examples=32", "curve_test_examples=16",
                    'backend="fast"'))])
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
