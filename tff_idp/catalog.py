@@ -30,12 +30,15 @@ def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
     return out
 
 
-def data_set_states(data_root: str = "datasets", data_dir: str = "datasets/tfds"):
-    """(name, state) of every real data set: "here", "ships with the code" or why not."""
+def data_set_states():
+    """(name, state) of every real data set: "here" or "missing: <why>", looked for where a
+    config with the default ``data_dir`` and ``data_root`` reads it."""
+    from .config import ExperimentConfig
     from .data.sources import SOURCES, missing
+    defaults = ExperimentConfig()
     out = []
     for name in sorted(n for n in SOURCES if ":" not in n):
-        why = missing(name, data_dir=data_dir, root=data_root)
+        why = missing(name, data_dir=defaults.data_dir, root=defaults.data_root)
         out.append((name, "here" if why is None else "missing: " + why.split(": ", 1)[-1]))
     return out
 

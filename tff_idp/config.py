@@ -451,10 +451,14 @@ def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> Exper
         if key == "method":          # single-method shorthand
             key, value = "methods", [value] if isinstance(value, str) else value
         if key not in KEYS:
-            _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
-                  " (python -m tff_idp.run --help lists every key)")
+            _unknown_key(key, value)
         setattr(cfg, key, _coerce(key, value))
     return cfg
+
+
+def _unknown_key(key: str, value) -> None:
+    _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
+          " (python -m tff_idp.run --help lists every key)")
 
 
 def did_you_mean(word: str, choices) -> str:
@@ -540,6 +544,5 @@ def parse_override(item: str):
                   "whole argument for the shell, e.g. " + _quoted_example(key, raw))
         value = raw.strip()
     if key not in KEYS and key != "method":
-        _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
-              " (python -m tff_idp.run --help lists every key)")
+        _unknown_key(key, value)
     return key, value
