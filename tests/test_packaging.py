@@ -127,3 +127,18 @@ def test_gpu_env_puts_the_cuda_libraries_on_the_library_path(tmp_path):
     cpu = subprocess.run(["bash", "-c", show, str(script), str(tmp_path / "none")], env=env,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert cpu == "unset"
+
+
+def test_the_readme_is_short_and_every_link_in_it_and_docs_resolves():
+    """Issue 34: the README is the front door (at most about 200 lines); its links and the
+    docs' point at files of this repository that exist (nothing outside it)."""
+    import re
+    readme = ROOT / "README.md"
+    assert len(readme.read_text().splitlines()) <= 200
+    assert "bash scripts/test.sh" in readme.read_text()        # what .ci/run calls
+    for page in [readme] + sorted((ROOT / "docs").glob("*.md")):
+        for link in re.findall(r"\]\(([^)]+)\)", page.read_text()):
+            path = link.split("#")[0]
+            if path and not path.startswith("http"):
+                target = (page.parent / path).resolve()
+                assert target.exists() and ROOT in target.parents, (page.name, link)
