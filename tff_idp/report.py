@@ -17,6 +17,7 @@ import io
 import math
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -356,7 +357,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     columns = spec.axis.labels if spec.axis else [None]
     for ax, ds in zip(panels, datasets):
         pairs = [(col, m) for col in columns for m in spec.methods_of(ds, col)]
-        metrics = set()
+        metrics, last_round = set(), 0
         for col, m in pairs:
             c = cells.get((ds, col, m))
             if not c or not c["curves"]:
@@ -364,15 +365,17 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             synthetic |= any("synthetic" in n for n in c["notes"])
             metrics.add(c["metric"])
             curves = np.asarray(c["curves"], float)
-            mean = np.nanmean(curves, axis=0)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)   # rounds not evaluated
+                mean, sd = np.nanmean(curves, axis=0), np.nanstd(curves, axis=0)
             x = np.arange(1, len(mean) + 1)
+            last_round = max(last_round, len(mean))
             label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
             label += " †" if c["not_covered"] else ""
             keep = np.isfinite(mean)               # rounds not evaluated (eval_every)
             line, = ax.plot(x[keep], mean[keep], label=label,
                             marker="o" if keep.sum() < 12 else None)
             if len(curves) > 1:
-                sd = np.nanstd(curves, axis=0)
                 ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
                                 color=line.get_color())
             paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
@@ -381,6 +384,8 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                         color=line.get_color(), markeredgecolor="k", zorder=5)
             drawn = True
         ax.set_title(ds)
+        if last_round:                   # rounds 1..T, also when only the last was evaluated
+            ax.set_xlim(0.5, last_round + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("round")
         ax.set_ylabel("personalised test accuracy (%)" if metrics == {
