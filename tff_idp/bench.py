@@ -6,8 +6,8 @@ Default: GDPFed's FMNIST setting (2-layer CNN of 582k parameters, 120 clients pe
 5 local steps, batch 10) on synthetic 28x28x1 inputs. ``--model char_lstm``: its Shakespeare
 setting (Table I: 71 clients per round = 10% of 712, 30 local steps of batch 4, momentum 0.9)
 on synthetic 80-character sequences, and the ``eval`` runner times evaluation's forward pass
-over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``). Each runner gets ``--warmup`` rounds,
-then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
+over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``). Each
+runner gets ``--warmup`` rounds, then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
 example-steps as plain TF training steps at batch ``clients * batch``. Prints a table, writes
 JSON (seconds per round, ratios, peak memory).
 
