@@ -150,7 +150,7 @@ class ExperimentConfig:
     # rounds before the last evaluate the global model on a seeded subset of this many test
     # examples (the convergence curve); the last round on the whole test set (or its
     # test_examples subset). For test sets too large to evaluate every round (Shakespeare's
-    # 672,236 sequences: about 20 minutes on 2 CPU cores)
+    # 672,236 sequences: about 12 minutes on 2 CPU cores)
     curve_test_examples: Optional[int] = None
     # image inputs: "unit" (pixels / 255 in [0, 1]) or "standardize" (then minus the training
     # set's per-channel mean, over its per-channel std; an open reading of GDPFed's setup)
