@@ -379,17 +379,15 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                 ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
                                 color=line.get_color())
             paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
-            if isinstance(paper, (int, float)):     # at the last round, as the paper's final
-                ax.plot([x[-1]], [paper], marker="*", markersize=11, linestyle="none",
-                        color=line.get_color(), markeredgecolor="k", zorder=5)
+            if isinstance(paper, (int, float)):
+                _paper_star(ax, x[-1], paper, line.get_color())
             drawn = True
         ax.set_title(ds)
         if last_round:                   # rounds 1..T, also when only the last was evaluated
             ax.set_xlim(0.5, last_round + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("round")
-        ax.set_ylabel("personalised test accuracy (%)" if metrics == {
-            "personal_test_accuracy"} else "test accuracy (%)")
+        ax.set_ylabel(_accuracy_label(metrics))
         ax.grid(alpha=0.3)
     if not drawn:
         plt.close(fig)
@@ -403,8 +401,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     if scale != "smoke" and any(isinstance(spec.reference_value(ds, m, col), (int, float))
                                 for ds in datasets for col in columns
                                 for m in spec.methods_of(ds, col)):
-        handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
-                                  color="grey", markeredgecolor="k"))
+        handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
     title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
     if synthetic:
@@ -416,6 +413,23 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     return path
 
 
+def _paper_star(ax, last_round, value, color):
+    """The paper's final value as a star at the last round (``ax`` None: the legend's
+    marker, drawn nowhere)."""
+    style = dict(marker="*", markersize=11, linestyle="none", color=color,
+                 markeredgecolor="k")
+    if ax is None:
+        import matplotlib.lines
+        return matplotlib.lines.Line2D([], [], **style)
+    return ax.plot([last_round], [value], zorder=5, **style)[0]
+
+
+def _accuracy_label(metrics) -> str:
+    """The y axis of accuracy curves: personalised where every run reports it."""
+    return ("personalised test accuracy (%)" if set(metrics) == {"personal_test_accuracy"}
+            else "test accuracy (%)")
+
+
 def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
                     reference: Optional[Dict[str, float]] = None) -> Path:
     """One experiment config's methods (``folders``: method -> its run folder): test accuracy
@@ -423,6 +437,7 @@ def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
     plt = _plt()
     from .methods import paper_name
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    metrics = set()
     for method, folder in folders.items():
         s, curve = read_run(folder)
         y = np.asarray(curve, float)
@@ -432,18 +447,15 @@ def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
         line, = ax.plot(x[keep], y[keep], label=paper_name(method) + ("" if covered else " †"))
         paper = (reference or {}).get(method)
         if paper is not None:
-            ax.plot([x[-1]], [paper], marker="*", markersize=11, linestyle="none",
-                    color=line.get_color(), markeredgecolor="k", zorder=5)
-        metric = s.get("headline_metric", "test_accuracy")
+            _paper_star(ax, x[-1], paper, line.get_color())
+        metrics.add(s.get("headline_metric", "test_accuracy"))
     ax.set_xlabel("round")
-    ax.set_ylabel("personalised test accuracy (%)" if metric == "personal_test_accuracy"
-                  else "test accuracy (%)")
+    ax.set_ylabel(_accuracy_label(metrics))
     ax.grid(alpha=0.3)
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
     if reference:
-        handles.append(plt.Line2D([], [], marker="*", markersize=11, linestyle="none",
-                                  color="grey", markeredgecolor="k"))
+        handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
     _legend_below(fig, handles, labels)
     fig.savefig(path, dpi=110)

@@ -178,7 +178,7 @@ def main(argv=None) -> int:
                               f"python -m tff_idp.report {args.table}")
         units = expand(spec, args.scale)
         # array task i runs unit i of the whole table (harness.task expands it all)
-        all_units = expand(whole, args.scale)
+        all_units = units if spec is whole else expand(whole, args.scale)
         if args.array_parallel is not None and args.array_parallel < 1:
             raise ConfigError(f"--array-parallel={args.array_parallel}: must be >= 1")
         if args.grace < 30:

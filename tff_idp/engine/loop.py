@@ -360,6 +360,14 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
                               validation, finetune, reparam)
 
 
+def _checkpoint(checkpoint_dir, fingerprint, rounds_done, runner, store, rng_state, ledger,
+                rows) -> None:
+    """Everything a resumed run needs after ``rounds_done`` rounds, into its folder."""
+    save_checkpoint(Path(checkpoint_dir), fingerprint, rounds_done, runner.snapshot(),
+                    store.snapshot(), rng_state, ledger.participation, ledger.history, rows,
+                    ledger.server_precision)
+
+
 def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, store,
                        rng_before, ledger, rows, bar, stop):
     """A stop request reached round ``rnd`` between two chunks of clients: nothing of the
@@ -368,9 +376,7 @@ def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, st
     cohort was drawn: resuming redoes the round exactly."""
     bar.close()
     if checkpoint_dir is not None and rnd > 0:
-        save_checkpoint(Path(checkpoint_dir), fingerprint, rnd, runner.snapshot(),
-                        store.snapshot(), rng_before, ledger.participation, ledger.history,
-                        rows, ledger.server_precision)
+        _checkpoint(checkpoint_dir, fingerprint, rnd, runner, store, rng_before, ledger, rows)
         where = (f"resume from the checkpoint of round {rnd} by running the same command "
                  f"(round {rnd + 1} is done again)")
     else:
@@ -475,9 +481,8 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
         every = cfg.checkpoint_every
         due = every and (rnd + 1) % every == 0
         if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
-            save_checkpoint(Path(checkpoint_dir), fingerprint, rnd + 1, runner.snapshot(),
-                            store.snapshot(), rng.bit_generator.state, ledger.participation,
-                            ledger.history, rows, ledger.server_precision)
+            _checkpoint(checkpoint_dir, fingerprint, rnd + 1, runner, store,
+                        rng.bit_generator.state, ledger, rows)
         if on_round is not None:
             on_round(row)
         if stop.signum is not None and rnd + 1 < cfg.rounds:
