@@ -37,6 +37,17 @@ def digits_mlp(input_dim: int = 64, num_classes: int = 10, **_):
         tf.keras.layers.Dense(num_classes)])
 
 
+def centaur_mlp(input_shape=(28, 28, 1), num_classes: int = 10, **_):
+    """CENTAUR's EMNIST model (``models/models.py``, class ``MLP``; paper 001's baselines' code):
+    the image flattened, 784 -> 256 -> 128 -> 16 (ReLU after each) -> classes, the last Dense
+    the head: 236,090 parameters for 28x28 and 10 classes (head 170)."""
+    tf = _tf()
+    L = tf.keras.layers
+    return tf.keras.Sequential([
+        tf.keras.Input(input_shape), L.Flatten(), L.Dense(256, activation="relu"),
+        L.Dense(128, activation="relu"), L.Dense(16, activation="relu"), L.Dense(num_classes)])
+
+
 def cnn2(input_shape=(28, 28, 1), num_classes: int = 10, padding: str = "valid", **_):
     """GDPFed's 2-layer CNN for FMNIST (the paper: "a 2-layer CNN", no sizes): McMahan et
     al. 2017's layers, conv5x5(32) - pool - conv5x5(64) - pool - dense 512 - dense 10, with
@@ -182,7 +193,8 @@ def readout(model):
 
 
 MODELS: Dict[str, Callable] = {
-    "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp, "cnn2": cnn2,
+    "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp,
+    "centaur_mlp": centaur_mlp, "cnn2": cnn2,
     "cnn2_same": cnn2_same, "cnn3": cnn3,
     "simple_cnn": simple_cnn, "char_lstm": char_lstm, "resnet18": resnet18,
     "resnet20": resnet20,
