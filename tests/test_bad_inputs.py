@@ -182,6 +182,7 @@ BAD = [
     # the flags of table configs, given with an experiment config (they used to be ignored)
     (["--only", "FMNIST"], "--only='FMNIST': a flag of table configs"),
     (["--methods", "dp_fedavg"], "--methods='dp_fedavg': a flag of table configs"),
+    (["--seeds", "0"], "--seeds='0': a flag of table configs"),
     (["--scale", "smoke"], "--scale='smoke': a flag of table configs"),
     (["--report-dir", "r"], "--report-dir='r': a flag of table configs"),
     # issue 35, class 3: values beyond what the code can represent or the machine can hold

@@ -71,6 +71,10 @@ def parse_args(argv):
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="table configs: only these of the table's methods, in this order "
                    "(comma-separated registry keys, e.g. gdpfed_plus,dp_fedavg)")
+    p.add_argument("--seeds", default=None, metavar="SEEDS",
+                   help="table configs: only these of the table's seeds (comma-separated, e.g. "
+                   "0 to run seed 0 of every cell first; the others later with the same command "
+                   "without --seeds)")
     p.add_argument("--report-dir", default=None,
                    help="table configs: write the report here (default "
                    "<output_dir>/<table>/<scale>/report)")
@@ -193,7 +197,8 @@ def _main(argv, stop) -> int:
         return _run_table(args, stop)
     try:
         table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
-            ("only", args.only), ("methods", args.methods), ("report_dir", args.report_dir),
+            ("only", args.only), ("methods", args.methods), ("seeds", args.seeds),
+            ("report_dir", args.report_dir),
             ("scale", args.scale),
             ("jobs", None if args.jobs == 1 else args.jobs),
             ("no_report", args.no_report or None)) if v is not None]
@@ -250,13 +255,13 @@ def _run_table(args, stop) -> int:
     from .harness.runner import pending, run_table
     from .runtime import select_device
     from .harness.table import (check_data, expand, load_table, only_datasets, only_methods,
-                                require_scale, with_overrides)
+                                only_seeds, require_scale, with_overrides)
     try:
         require_scale(args.scale)
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
         spec = only_methods(only_datasets(load_table(args.config), args.only), args.methods)
-        spec = with_overrides(spec, table_overrides(args))
+        spec = with_overrides(only_seeds(spec, args.seeds), table_overrides(args))
         if args.output_dir is not None:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)

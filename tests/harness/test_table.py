@@ -207,3 +207,19 @@ def test_methods_restricts_a_table_to_some_methods_in_the_order_given():
     assert only_methods(spec, None) is spec
     with pytest.raises(ConfigError, match="--methods='fedprox': not a method of gdpfed-table2"):
         only_methods(spec, "dp_fedavg,fedprox")
+
+
+def test_seeds_restricts_a_table_to_some_seeds_in_the_whole_tables_folders():
+    from tff_idp.config import ConfigError
+    from tff_idp.harness.table import only_datasets, only_seeds
+    spec = only_datasets(load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml")), "FMNIST")
+    first = expand(only_seeds(spec, "0"), "paper")
+    assert len(first) == 6 and {u.seed for u in first} == {0}
+    assert {u.seed for u in expand(only_seeds(spec, "2,0"), "paper")} == {0, 2}
+    whole = {(u.method, u.seed): u.folder for u in expand(spec, "paper")}
+    assert all(whole[u.method, u.seed] == u.folder for u in first)
+    assert only_seeds(spec, None) is spec
+    for bad in ("3", "x", "-1"):
+        with pytest.raises(ConfigError, match=f"--seeds='{bad}': not a seed of gdpfed-table2; "
+                           "its seeds are 0..2"):
+            only_seeds(spec, bad)

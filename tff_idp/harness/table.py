@@ -35,7 +35,7 @@ import dataclasses
 import re
 import tomllib
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..config import ConfigError, ExperimentConfig, from_mapping, read_toml, validate
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
@@ -201,6 +201,8 @@ class TableSpec:
     bounds: Optional[object] = None       # kind "bounds": harness.bounds.BoundsSpec
     # --set key=value items (and --backend/--device) applied to every unit after the scale
     overrides: List[str] = dataclasses.field(default_factory=list)
+    # --seeds: only these of the table's seeds (None: all)
+    seed_subset: Optional[Tuple[int, ...]] = None
 
     def cell_values(self, dataset: str, column: Optional[int]) -> dict:
         v = dict(self.base)
@@ -292,6 +294,22 @@ def only_methods(spec: TableSpec, methods: Optional[str]) -> TableSpec:
             _fail("--methods", name, f"not a method of {spec.name}; choose from "
                   f"{', '.join(spec.methods)}")
     return dataclasses.replace(spec, methods=list(dict.fromkeys(names)))
+
+
+def only_seeds(spec: TableSpec, seeds: Optional[str]) -> TableSpec:
+    """The table restricted to the seeds in ``seeds`` (comma-separated integers, e.g. ``"0"``
+    to run seed 0 of every cell before the others); ``None`` keeps them all. A seed outside
+    the table's is a one-line ConfigError."""
+    if seeds is None:
+        return spec
+    table_seeds = range(spec.first_seed, spec.first_seed + spec.seeds)
+    chosen = []
+    for item in [x.strip() for x in seeds.split(",")] or [seeds]:
+        if not item.isdigit() or int(item) not in table_seeds:
+            _fail("--seeds", item, f"not a seed of {spec.name}; its seeds are "
+                  f"{table_seeds.start}..{table_seeds.stop - 1}")
+        chosen.append(int(item))
+    return dataclasses.replace(spec, seed_subset=tuple(dict.fromkeys(chosen)))
 
 
 def is_table(path: str) -> bool:
@@ -400,8 +418,9 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
     if scale not in SCALES:
         _fail("--scale", scale, f"no such scale; choose from {', '.join(SCALES)}")
     s = SCALES[scale]
-    seeds = range(spec.first_seed,
-                  spec.first_seed + min(spec.seeds, s.get("seeds") or spec.seeds))
+    seeds = [seed for seed in range(spec.first_seed,
+                                    spec.first_seed + min(spec.seeds, s.get("seeds") or spec.seeds))
+             if spec.seed_subset is None or seed in spec.seed_subset]
     root = spec.out_root(scale, output_dir)
     units = []
     for ds in spec.datasets:
