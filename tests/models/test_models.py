@@ -7,6 +7,8 @@ from tff_idp import models
 CASES = {  # name: (kwargs, input shape, output shape, parameters)
     "logistic": ({}, (2, 64), (2, 10), 650),
     "logistic_nobias": ({}, (2, 14), (2, 2), 28),
+    "logistic_nobias@image": ({"input_shape": (28, 28, 1), "num_classes": 10},
+                              (2, 28, 28, 1), (2, 10), 7840),
     "digits_mlp": ({}, (2, 64), (2, 10), 2410),
     "centaur_mlp": ({}, (2, 28, 28, 1), (2, 10), 236090),   # 784*256+256 + 256*128+128 + ...
     "cnn2": ({}, (2, 28, 28, 1), (2, 10), 582026),
@@ -20,13 +22,13 @@ CASES = {  # name: (kwargs, input shape, output shape, parameters)
 
 
 def test_every_model_is_covered():
-    assert set(CASES) == set(models.MODELS)
+    assert {name.split("@")[0] for name in CASES} == set(models.MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_shape_and_parameters(name):
     kwargs, in_shape, out_shape, params = CASES[name]
-    model = models.build(name, **kwargs)
+    model = models.build(name.split("@")[0], **kwargs)
     assert model.count_params() == params
     x = np.zeros(in_shape, np.int32 if name == "char_lstm" else np.float32)
     assert tuple(model(x).shape) == out_shape

@@ -70,7 +70,8 @@ def test_bad_specs_are_refused_without_a_model(spec, why):
     ("simple_cnn", "rows:0-1", "not a Dense layer"),
 ])
 def test_specs_the_model_does_not_have_are_refused(model, spec, why):
-    net = models.build(model, input_dim=64, num_classes=10, input_shape=(32, 32, 3))
+    net = models.build(model, input_dim=64, num_classes=10,
+                       input_shape=(32, 32, 3) if model == "simple_cnn" else (64,))
     with pytest.raises(ValueError, match=why):
         split_model(net, spec)
 

@@ -13,20 +13,31 @@ def _tf():
     return tf
 
 
-def logistic(input_dim: int = 64, num_classes: int = 10, **_):
-    """Multinomial logistic regression (paper 002's model): input_dim * classes + classes
-    parameters (650 on digits; 30 for Adult's 14 features and 2 classes)."""
+def _flat_input(input_dim: int, input_shape):
+    """The layers that bring an example to a vector of ``input_dim`` features: the input
+    alone for tabular data, the input and a row-major Flatten for images (so the first
+    Dense kernel's row j is pixel j, and ``rows:half`` is the image's upper half)."""
     tf = _tf()
-    return tf.keras.Sequential([tf.keras.Input((input_dim,)), tf.keras.layers.Dense(num_classes)])
+    if input_shape is not None and len(tuple(input_shape)) > 1:
+        return [tf.keras.Input(tuple(input_shape)), tf.keras.layers.Flatten()]
+    return [tf.keras.Input((input_dim,))]
 
 
-def logistic_nobias(input_dim: int = 14, num_classes: int = 2, **_):
+def logistic(input_dim: int = 64, num_classes: int = 10, input_shape=None, **_):
+    """Multinomial logistic regression (paper 002's model): input_dim * classes + classes
+    parameters (650 on digits; 30 for Adult's 14 features and 2 classes; images flattened)."""
+    tf = _tf()
+    return tf.keras.Sequential(_flat_input(input_dim, input_shape)
+                               + [tf.keras.layers.Dense(num_classes)])
+
+
+def logistic_nobias(input_dim: int = 14, num_classes: int = 2, input_shape=None, **_):
     """Logistic regression without a bias (paper 002, eqs. 20-21, binary Adult: 2 logits of
     W x, the same function class as ln(1 + exp(-y w.x))): input_dim * classes parameters
-    (28 for Adult)."""
+    (28 for Adult; 7,840 for 28 x 28 images, flattened, and 10 classes)."""
     tf = _tf()
-    return tf.keras.Sequential([tf.keras.Input((input_dim,)),
-                                tf.keras.layers.Dense(num_classes, use_bias=False)])
+    return tf.keras.Sequential(_flat_input(input_dim, input_shape)
+                               + [tf.keras.layers.Dense(num_classes, use_bias=False)])
 
 
 def digits_mlp(input_dim: int = 64, num_classes: int = 10, **_):
