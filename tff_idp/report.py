@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import math
 import sys
@@ -85,7 +86,14 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["audits"].append((u.seed, s["audit"]))
         c["curves"].append(curve)
         c["metric"] = s.get("headline_metric", "test_accuracy")
+        if isinstance(s.get("peak_memory_bytes"), (int, float)):
+            c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
+        if "averaged_model_final" in s:
+            c.setdefault("averaged", []).append(s["averaged_model_final"])
     return cells
+
+
+AVERAGED = "averaged_model_test_accuracy"
 
 
 class UnreadableRun(ValueError):
@@ -129,9 +137,14 @@ def read_run(folder: Path):
     path = folder / "metrics.csv"
     try:
         with open(path) as f:
-            curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
-                     if r.get(metric) not in (None, "", "nan") else math.nan
-                     for r in csv.DictReader(f)]
+            rows = list(csv.DictReader(f))
+        curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
+                 if r.get(metric) not in (None, "", "nan") else math.nan for r in rows]
+        # paper 002's second model: every client's private part averaged (its last value)
+        averaged = [100.0 * _fraction(r[AVERAGED], f"{AVERAGED} of round {r.get('round', '?')}")
+                    for r in rows if r.get(AVERAGED) not in (None, "", "nan")]
+        if averaged:
+            s = dict(s, averaged_model_final=averaged[-1])
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
@@ -505,6 +518,11 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
                      f"{secs:.0f} s, evaluation {evals:.0f} s, start-up {setup:.0f} s (data, "
                      "model, backend; a run resumed from a checkpoint counts its last "
                      "start-up only).")
+    peaks = [m for c in cells.values() for m in c.get("peak_memory", [])]
+    if peaks:
+        lines.append(f"- Peak resident memory of a run: {max(peaks) / 2 ** 30:.2f} GB at most, "
+                     f"{float(np.median(peaks)) / 2 ** 30:.2f} GB median over the {len(peaks)} "
+                     "runs that record it (summary.json: peak_memory_bytes).")
     here_flops = sum(c["flops"] for c in cells.values())
     if secs > 0 and here_flops > 0:
         lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "
@@ -585,6 +603,33 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         if unreadable:
             md += [f"Unreadable runs ({len(unreadable)}, counted as missing): " +
                    "; ".join(f"unreadable: {w}" for w in unreadable), ""]
+        if any(c.get("averaged") for c in cells.values()):
+            with_private = [m for m in spec.methods   # methods with a private part
+                            if any(c.get("averaged") for k, c in cells.items() if k[2] == m)]
+            text, _ = train_table(dataclasses.replace(spec, methods=with_private),
+                                  {k: dict(c, acc=c.get("averaged", []))
+                                   for k, c in cells.items()}, compare=False)
+            md += ["## The averaged model", "",
+                   "Test accuracy (%) at the last round of the model whose private part is "
+                   "the mean of every client's, on the whole test set (metrics.csv: "
+                   f"`{AVERAGED}`), beside the personalised accuracy above.", "", text, ""]
+        if spec.claims:
+            from .harness import claims as claims_mod
+            checked = claims_mod.check(spec.claims, cells)
+            md += ["## The paper's claims, checked", "",
+                   "Each claim an ordering of cells, in the order it names them; gap: the "
+                   "difference of consecutive cells' means in the claim's direction (positive: "
+                   "as claimed), with twice its standard error over the seeds. Verdict: holds "
+                   "(every gap above 2 SE), holds on the means within the seed noise, reversed "
+                   "on the means within the seed noise, does not hold (a gap below -2 SE), "
+                   "not run (`tff_idp/harness/claims.py`).", "",
+                   _markdown(["Claim", "Paper", "Ours", "Gap", "Verdict"],
+                             [list(r.values()) for r in checked]), ""]
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(checked[0]))
+            w.writeheader()
+            w.writerows(checked)
+            (out / "claims.csv").write_text(buf.getvalue())
         privacy = observer_rows(cells)
         if privacy:
             md += ["## Privacy, by observer", "",

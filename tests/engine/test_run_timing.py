@@ -29,6 +29,23 @@ def test_the_summary_accounts_for_training_evaluation_and_set_up(tmp_path):
     assert summary["seconds_wall"] == pytest.approx(
         train + evals + summary["seconds_setup"], abs=1e-3)
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
+    # its own peak memory: at least the process's size now, far below an earlier larger peak
+    assert summary["peak_memory_scope"] == "run"
+    assert summary["peak_memory_bytes"] >= 100 * 2 ** 20
+
+
+def test_the_peak_memory_is_the_runs_own_after_a_reset():
+    import numpy as np
+    from tff_idp.engine.memory import peak_rss_bytes, reset_peak_rss
+    big = np.ones(400 * 2 ** 20 // 8)            # 400 MB resident, then freed
+    high = peak_rss_bytes()
+    del big
+    assert reset_peak_rss()
+    after = peak_rss_bytes()
+    assert high - after > 300 * 2 ** 20
+    small = np.ones(100 * 2 ** 20 // 8)
+    assert peak_rss_bytes() - after > 80 * 2 ** 20
+    del small
 
 
 def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(tmp_path,

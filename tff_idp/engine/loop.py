@@ -42,6 +42,7 @@ from .backends import BACKENDS
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
 from .experiment import Experiment, plan_summary
+from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
 
 
@@ -264,6 +265,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     built, a checkpoint read; the first round's tracing counts in its ``seconds``), and
     ``seconds_wall``, the three together."""
     started = time.perf_counter() if started is None else started
+    own_peak = reset_peak_rss()          # this run's peak memory, not an earlier run's
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     for key, value, why in plugin.check_experiment(exp):
@@ -301,6 +303,11 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     bar.close()
     summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
                        setup)
+    # resident memory at its highest in this process since the run began (a resumed run:
+    # its last process), the data already loaded included; "process" where the peak could
+    # not be reset and earlier work in the process may have set it
+    summary["peak_memory_bytes"] = peak_rss_bytes()
+    summary["peak_memory_scope"] = "run" if own_peak else "process"
     if audit is not None:
         t0 = time.perf_counter()
         groups = summary["privacy"].get("groups")

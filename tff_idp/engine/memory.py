@@ -60,3 +60,32 @@ def check_fits(cfg, data, rates, have: int = None) -> None:
             f"least {gb(need['total'])} (data {gb(need['data'])}, the cohort's training plan "
             f"{gb(need['plan'])}, a chunk's examples {gb(need['chunk'])}); this machine has "
             f"{gb(have)}")
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak of this process's resident memory (Linux: writing 5 to
+    /proc/self/clear_refs resets VmHWM to the current resident size, since Linux 4.0), so
+    a run in a process that ran others reports its own peak. False where that is not
+    possible (the peak is then the process's)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory (VmHWM) since it started or since
+    :func:`reset_peak_rss`, in bytes; ru_maxrss where /proc is not readable."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)

@@ -201,6 +201,8 @@ class TableSpec:
     bounds: Optional[object] = None       # kind "bounds": harness.bounds.BoundsSpec
     # --set key=value items (and --backend/--device) applied to every unit after the scale
     overrides: List[str] = dataclasses.field(default_factory=list)
+    # [[claims]]: the paper's claims about the methods' order, checked by the report
+    claims: List[object] = dataclasses.field(default_factory=list)
     # --seeds: only these of the table's seeds (None: all)
     seed_subset: Optional[Tuple[int, ...]] = None
 
@@ -324,10 +326,10 @@ def is_table(path: str) -> bool:
 def load_table(path: str) -> TableSpec:
     p = Path(path)
     raw = read_toml(path)
-    unknown = set(raw) - {"table", "base", "datasets", "axis", "reference", "bounds"}
+    unknown = set(raw) - {"table", "base", "datasets", "axis", "reference", "bounds", "claims"}
     if unknown:
         _fail(sorted(unknown)[0], "...", "unknown section; a table has [table], [base], "
-              "[datasets.X], [axis], [reference.X], [bounds]")
+              "[datasets.X], [axis], [reference.X], [bounds], [[claims]]")
     t = raw["table"]
     for k in t:
         if k not in TABLE_KEYS:
@@ -394,6 +396,15 @@ def load_table(path: str) -> TableSpec:
     if spec.kind == "bounds":
         from .bounds import parse
         spec = dataclasses.replace(spec, bounds=parse(raw["bounds"]))
+    if "claims" in raw:
+        from . import claims
+        if spec.kind != "train":
+            _fail("claims", spec.kind, "claims are checked on trained runs: kind = 'train'")
+        all_methods = set(methods) | {m for v in (axis.values if axis else [])
+                                      if isinstance(v, dict) for m in v.get("methods", [])}
+        spec = dataclasses.replace(spec, claims=claims.parse(
+            raw["claims"], list(datasets), axis.labels if axis else [], sorted(all_methods),
+            _fail))
     return spec
 
 

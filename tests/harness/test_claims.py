@@ -1,0 +1,128 @@
+"""A table's [[claims]]: parsed with one-line errors, checked by the verdict rule of
+tff_idp/harness/claims.py, and written into the report beside the results."""
+import csv
+import json
+import math
+
+import pytest
+
+from tff_idp.config import ConfigError
+from tff_idp.harness import claims
+from tff_idp.harness.table import expand, load_table
+
+from .conftest import tiny_table
+
+CLAIMS = '''
+[[claims]]
+text = "DP-FedAvg below P-FedAvg"
+paper = "somewhere"
+cells = ["digits / 1x / dp_fedavg", "digits / 1x / p_fedavg"]
+
+[[claims]]
+text = "P-FedAvg steadier at 1x than at 2x"
+cells = ["digits / 2x / p_fedavg", "digits / 1x / p_fedavg"]
+order = "decreasing"
+statistic = "late_spread"
+'''
+
+
+def _pairs_verdict(a, b, order="increasing"):
+    return claims.verdict([claims._pair(a, b, order)])
+
+
+def test_the_verdict_rule():
+    # gap +10 with 2 SE = 2 * sqrt(1/3 + 1/3) = 1.63: holds
+    assert _pairs_verdict([49, 50, 51], [59, 60, 61]) == claims.HOLDS
+    # gap +1 inside 2 SE: holds on the means only
+    assert _pairs_verdict([49, 50, 51], [50, 51, 52]) == claims.HOLDS_WITHIN_NOISE
+    assert _pairs_verdict([50, 51, 52], [49, 50, 51]) == claims.REVERSED_WITHIN_NOISE
+    assert _pairs_verdict([59, 60, 61], [49, 50, 51]) == claims.FAILS
+    assert _pairs_verdict([59, 60, 61], [49, 50, 51], "decreasing") == claims.HOLDS
+    assert _pairs_verdict([50], [60]) == "holds (1 seed)"
+    assert _pairs_verdict([60], [50]) == "does not hold (1 seed)"
+    # a chain holds only when every consecutive pair does
+    pairs = [claims._pair([1, 2, 3], [11, 12, 13], "increasing"),
+             claims._pair([11, 12, 13], [5, 6, 7], "increasing")]
+    assert claims.verdict(pairs) == claims.FAILS
+
+
+def test_late_spread_is_the_std_of_late_round_to_round_changes():
+    steady = [10, 20, 30, 40, 41, 42, 43, 44]
+    jumpy = [10, 20, 30, 40, 50, 40, 50, 40]
+    assert claims.late_spread(steady) == 0.0
+    assert claims.late_spread(jumpy) == pytest.approx(float(
+        __import__("numpy").std([-10, 10, -10], ddof=1)))
+    assert math.isnan(claims.late_spread([1, 2, 3]))        # too short to say
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('cells = ["digits / 1x / fedprox", "digits / 1x / p_fedavg"]', "no method 'fedprox'"),
+    ('cells = ["mnist / 1x / dp_fedavg", "digits / 1x / p_fedavg"]', "no data set 'mnist'"),
+    ('cells = ["digits / dp_fedavg", "digits / 1x / p_fedavg"]', "this table has columns"),
+    ('cells = ["digits / 1x / dp_fedavg"]', "at least two cells"),
+    ('cells = ["digits / 1x / dp_fedavg", "digits / 1x / p_fedavg"]\norder = "up"',
+     "claims[0].order='up'"),
+    ('cells = ["digits / 1x / dp_fedavg", "digits / 1x / p_fedavg"]\nstatistic = "best"',
+     "claims[0].statistic='best'"),
+    ('cells = ["digits / 1x / dp_fedavg", "digits / 1x / p_fedavg"]\nwhy = 1',
+     "claims[0].why=1: unknown key"),
+])
+def test_a_bad_claim_is_one_line_naming_its_key(tmp_path, bad, message):
+    path = tiny_table(tmp_path)
+    path.write_text(path.read_text() + f'\n[[claims]]\ntext = "x"\n{bad}\n')
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")) as e:
+        load_table(str(path))
+    assert "\n" not in str(e.value)
+
+
+def _fake(unit, accuracy, curve, averaged=None):
+    from tff_idp.engine.loop import run_fingerprint
+    unit.folder.mkdir(parents=True)
+    (unit.folder / "config.json").write_text(json.dumps(
+        {"fingerprint": run_fingerprint(unit.cfg, unit.method)}))
+    (unit.folder / "summary.json").write_text(json.dumps(
+        {"final_test_accuracy": accuracy, "seconds_total": 2.0}))
+    fields = ["round", "test_accuracy"] + (["averaged_model_test_accuracy"] if averaged else [])
+    with open(unit.folder / "metrics.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for i, a in enumerate(curve):
+            w.writerow({"round": i + 1, "test_accuracy": a,
+                        **({"averaged_model_test_accuracy": averaged} if averaged else {})})
+    (unit.folder / "ledger.csv").write_text("client,group,budget,participations,epsilon\n")
+
+
+def test_the_report_checks_the_claims_and_shows_the_averaged_model(tmp_path):
+    from tff_idp.report import write_report
+    path = tiny_table(tmp_path, seeds=3)
+    path.write_text(path.read_text().replace("rounds = 3", "rounds = 6") + CLAIMS)
+    spec = load_table(str(path))
+    assert [c.text for c in spec.claims] == ["DP-FedAvg below P-FedAvg",
+                                            "P-FedAvg steadier at 1x than at 2x"]
+    for u in expand(spec, "paper"):
+        if u.method == "p_fedavg":
+            curve = ([0.5, 0.6, 0.7, 0.71, 0.72, 0.73] if u.column == "1x" else
+                     [0.5, 0.6, 0.7, 0.6, 0.7, 0.6])
+            _fake(u, 0.80 + 0.01 * u.seed, curve, averaged=0.4)
+        elif u.column == "1x":
+            _fake(u, 0.60 + 0.01 * u.seed, [0.5, 0.6, 0.6, 0.6, 0.6, 0.6])
+    md_path = write_report(spec, "paper")
+    md = md_path.read_text()
+    rows = list(csv.DictReader(open(md_path.parent / "claims.csv")))
+    assert [r["verdict"] for r in rows] == [claims.HOLDS, claims.HOLDS]
+    assert rows[0]["ours"] == "dp_fedavg: 61.00 ± 1.00% (n=3); p_fedavg: 81.00 ± 1.00% (n=3)"
+    assert rows[0]["gaps"].startswith("+20.00 (2 SE 1.63)")
+    assert "## The paper's claims, checked" in md and "| DP-FedAvg below P-FedAvg | somewhere |" in md
+    # the averaged model: only methods that have it, its last value
+    section = md.split("## The averaged model")[1].split("##")[0]
+    assert "| digits | p_fedavg | 40.00 ± 0.00 | 40.00 ± 0.00 |" in section
+    assert "dp_fedavg" not in section
+    # a cell with no complete run: not run
+    for u in expand(spec, "paper"):
+        if u.method == "dp_fedavg" and u.folder.exists():
+            for f in u.folder.glob("*"):
+                f.unlink()
+            u.folder.rmdir()
+    write_report(spec, "paper")
+    rows = list(csv.DictReader(open(md_path.parent / "claims.csv")))
+    assert rows[0]["verdict"] == claims.NOT_RUN
