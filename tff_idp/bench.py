@@ -282,6 +282,7 @@ def _bench_method(args) -> int:
         if mode == "client-loop":            # the same backend, clients one after another
             runner.cohort_model, runner.mode = None, "client-loop"
             runner.cached = [False] * len(runner.cached)
+            runner.gathered = [False] * len(runner.gathered)
         store = loop.PersonalStore(w0, program.split, cfg.num_clients)
         ids = list(range(cfg.num_clients))
         batches = [[loop.phase_examples(exp, c, 0, ph, p) for c in ids]

@@ -14,6 +14,7 @@ SMALL = {   # builder kwargs that keep each model small but its layer types inta
     "logistic": dict(input_dim=6, num_classes=3),
     "logistic_nobias": dict(input_dim=6, num_classes=2),
     "digits_mlp": dict(input_dim=6, num_classes=3),
+    "centaur_mlp": dict(input_shape=(6, 6, 1), num_classes=3),
     "cnn2": dict(input_shape=(20, 20, 2), num_classes=3),
     "cnn2_same": dict(input_shape=(12, 12, 2), num_classes=3),
     "cnn3": dict(input_shape=(8, 8, 3), num_classes=3),
@@ -105,3 +106,26 @@ def test_models_it_cannot_batch_are_refused_with_the_reason(layer, reason):
     assert not CohortModel.supports(model)
     with pytest.raises(ValueError, match=reason):
         CohortModel(model)
+
+
+def test_features_are_computed_in_pieces_of_at_most_the_images_bound():
+    """Issue 37's memory: the read-out's features of K clients' examples in pieces of at
+    most ``images`` examples in all (never padded past what a client has) equal each
+    client's own Keras features."""
+    model = models.build("resnet20", input_shape=(8, 8, 3), num_classes=4)
+    cm = CohortModel(model)
+    rng = np.random.default_rng(0)
+    k, n = 3, 7
+    params = [tf.constant(np.stack([v.numpy() + 0.01 * rng.standard_normal(v.shape)
+                                    for _ in range(k)]), tf.float32)
+              for v in model.trainable_variables]
+    x = tf.constant(rng.standard_normal((k, n, 8, 8, 3)), tf.float32)
+    body = tf.keras.Model(model.inputs, model.layers[-1].input)
+    expected = []
+    for c in range(k):
+        model.set_weights([p[c].numpy() for p in params])
+        expected.append(body(x[c]).numpy())
+    for chunk, images in ((256, 2048), (256, 4), (2, 10 ** 6), (1, 1)):
+        got = cm.features(params, x, chunk=chunk, images=images).numpy()
+        assert got.shape == (k, n, 64)
+        np.testing.assert_allclose(got, np.stack(expected), rtol=1e-4, atol=1e-5)

@@ -289,18 +289,22 @@ class ClientTrainer:
         client's examples once, ``order`` [K, steps, batch] indices into them, ``ws`` their
         weights): the same steps as on the examples themselves, the layers below being
         frozen. Returns (final weights [K, ...] per tensor, mean loss per client over all
-        steps)."""
+        steps). A phase given as (xs, ys, ws, spec, order, False) trains on the examples
+        ``xs`` [K, n, ...] gathered by ``order`` (each client's examples held once for all
+        its epochs)."""
         start = list(params)
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
         for phase in phases:
             xs, ys, ws, spec = phase[:4]
-            if len(phase) > 4:                   # on features computed once
+            order = phase[4] if len(phase) > 4 else None
+            on_features = phase[5] if len(phase) > 5 else order is not None
+            if on_features:                      # on features computed once
                 params, phase_loss, phase_count = self._readout_steps(
-                    cohort_model, params, start, xs, ys, ws, phase[4], lr, spec, readout)
+                    cohort_model, params, start, xs, ys, ws, order, lr, spec, readout)
             else:
                 params, phase_loss, phase_count = self._cohort_steps(
-                    cohort_model.apply, params, start, xs, ys, ws, lr, spec)
+                    cohort_model.apply, params, start, xs, ys, ws, lr, spec, order)
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return params, loss_sum / tf.maximum(count, 1.0)
 

@@ -123,6 +123,11 @@ class FastBackend:
         self.cached = [ph.on_features and self.cohort_model is not None
                        and self.cohort_model.readout_tensors is not None
                        for ph in program.phases]
+        # phases whose batches the chunk gathers by position from each client's examples
+        # held once (shared by the round's phases): those on features and, in cohort mode,
+        # every phase of epochs (memory: one copy of a client's examples, not one per phase)
+        self.gathered = [c or (bool(ph.epochs) and self.cohort_model is not None)
+                         for c, ph in zip(self.cached, program.phases)]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
 
     @property
@@ -160,8 +165,9 @@ class FastBackend:
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
             final, losses = self.trainer.train_cohort_phases(
-                self.cohort_model, start, [d[:3] + (spec,) + d[3:]
-                                           for d, spec in zip(data, self.specs)],
+                self.cohort_model, start,
+                [d[:3] + (spec, d[3] if len(d) > 3 else None, on_features)
+                 for d, spec, on_features in zip(data, self.specs, self.cached)],
                 lr, self.cohort_model.readout_tensors)
             out, support = program.send(start, final, batched=True)
             sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
@@ -186,21 +192,25 @@ class FastBackend:
             kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
         return sums, extra, stats, [ta.stack() for ta in kept]
 
-    def _phase_arrays(self, examples, phase, cached):
+    def _phase_arrays(self, examples, phase, gathered, shared):
         """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples
-        in training order, or (phase on features computed once, cohort mode)
-        :meth:`_cached_arrays`."""
-        if cached:
-            return self._cached_arrays(examples)
+        in training order, or (:attr:`gathered`) :meth:`_cached_arrays`."""
+        if gathered:
+            return self._cached_arrays(examples, shared)
         return self._padded_batches([expand(e) for e in examples], phase)
 
-    def _cached_arrays(self, examples):
+    def _cached_arrays(self, examples, shared):
         """(xs [K, n_max, ...] each client's examples once, zero-padded; ys [K, n_max];
         ws [K, steps, batch] 1/0 weights; order [K, steps, batch] indices into xs): the
-        batches of :meth:`_padded_batches` for a phase of epochs, as indices."""
+        batches of :meth:`_padded_batches` for a phase of epochs, as indices. ``shared``
+        ({ids of the clients' x arrays: (xs, ys)}) keeps one padded copy for the phases
+        whose clients' examples are the same arrays (``loop.phase_examples``)."""
         order, ws = padded_order([e[2] for e in examples], self.cfg.batch_size)
-        return (padded_rows([e[0] for e in examples]), padded_rows([e[1] for e in examples]),
-                ws, order)
+        key = tuple(id(e[0]) for e in examples) + tuple(id(e[1]) for e in examples)
+        if key not in shared:
+            shared[key] = (padded_rows([e[0] for e in examples]),
+                           padded_rows([e[1] for e in examples]))
+        return shared[key] + (ws, order)
 
     def _padded_batches(self, examples, phase):
         """Every client's batches of one phase as [clients, steps, batch, ...] arrays with
@@ -229,8 +239,10 @@ class FastBackend:
         ``tff_idp.audit.canaries``): (updates [K, ...] per tensor, one-hot groups [K, M],
         seeds [K, 2]); they count in their group's cohort and pass through the same clip,
         noise and sum as the clients (no training)."""
-        data = [self._phase_arrays(b, ph, c) if infos else None
-                for b, ph, c in zip(batches, self.program.phases, self.cached)]
+        shared = {}
+        data = [self._phase_arrays(b, ph, g, shared) if infos else None
+                for b, ph, g in zip(batches, self.program.phases, self.gathered)]
+        del shared
         groups = np.array([i["group"] for i in infos], np.float32).reshape(len(infos), self.m)
         seeds = np.array([i["seed"] for i in infos], np.int32).reshape(len(infos), 2)
         counts = groups.sum(0)
@@ -245,8 +257,7 @@ class FastBackend:
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
             part, e, s, rows = self._chunk_fn(
-                self._weights, self.state,
-                tuple(tuple(None if t is None else t[a:b] for t in d) for d in data),
+                self._weights, self.state, _chunk_tensors(data, a, b),
                 groups[a:b], seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e
@@ -274,6 +285,22 @@ class FastBackend:
                 "mean_update_norm": float(norm),
                 "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
+
+
+def _chunk_tensors(data, a: int, b: int):
+    """The rows a..b of every phase's arrays as tensors, each array converted once: phases
+    that share their examples' array (:meth:`FastBackend._cached_arrays`) get the same
+    tensor, not a copy each (the chunk's largest input)."""
+    made = {}
+
+    def tensor(t):
+        if t is None:
+            return None
+        if id(t) not in made:
+            made[id(t)] = tf.constant(t[a:b])
+        return made[id(t)]
+
+    return tuple(tuple(tensor(t) for t in d) for d in data)
 
 
 BACKENDS = {"tff": TFFBackend, "fast": FastBackend}

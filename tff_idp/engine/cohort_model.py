@@ -142,14 +142,19 @@ class CohortModel:
         h, layout = out[(upto or self.model.layers[-1]).name]
         return _to_clients(h, layout, k)
 
-    def features(self, params: List[tf.Tensor], x: tf.Tensor, chunk: int = 256) -> tf.Tensor:
+    def features(self, params: List[tf.Tensor], x: tf.Tensor, chunk: int = 256,
+                 images: int = 2048) -> tf.Tensor:
         """The read-out's input features [K, n, f] of every client's examples ``x``
-        [K, n, ...], ``chunk`` examples per client at a time (memory)."""
+        [K, n, ...], at most ``chunk`` examples per client and ``images`` in all (K clients
+        x the examples each) at a time, never more than a client has: the forward pass's
+        activations are held for that many examples only (memory; a piece padded to 256
+        examples a client was 15,360 images for 60 clients with 45 examples each)."""
         if self._feature_layer is None:
             raise ValueError(f"model {self.model.name!r} has no linear read-out")
         k, n = tf.shape(x)[0], tf.shape(x)[1]
         if isinstance(self._feature_layer, L.InputLayer):     # a read-out on the inputs
             return tf.reshape(x, [k, n, -1])
+        chunk = tf.maximum(1, tf.minimum(tf.minimum(chunk, n), images // k))
         pad = (-n) % chunk
         x = tf.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
         pieces = tf.reshape(x, tf.concat([[k, (n + pad) // chunk, chunk], tf.shape(x)[2:]], 0))

@@ -195,15 +195,21 @@ def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: i
     return x, exp.data.y_train[ids[order]]
 
 
-def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int):
-    """What the backends get of a phase: :func:`client_examples`, or for a phase on
-    features computed once (``Phase.on_features``) (x, y, order): the client's examples
-    once and the training order as positions into them (``backends.expand``)."""
-    if not phase.on_features:
+def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int, once=None):
+    """What the backends get of a phase: :func:`client_examples`, or for a phase of epochs
+    or on features computed once (``Phase.on_features``) (x, y, order): the client's
+    examples once and the training order as positions into them (``backends.expand``), so
+    the fast backend holds each client's examples once whatever the epochs, and once for
+    all such phases of a round: ``once``, the (x, y) an earlier phase of the client got in
+    this round, is shared rather than copied (the ids are the client's, the same in every
+    phase)."""
+    if not (phase.on_features or phase.epochs):
         return client_examples(exp, client, rnd, phase, index)
     ids, order = client_example_order(exp, client, rnd, phase, index)
-    x = exp.data.x_train[ids].astype(input_dtype(exp.data).as_numpy_dtype)
-    return x, exp.data.y_train[ids], order.astype(np.int64)
+    if once is None:
+        once = (exp.data.x_train[ids].astype(input_dtype(exp.data).as_numpy_dtype),
+                exp.data.y_train[ids])
+    return once[0], once[1], order.astype(np.int64)
 
 
 def method_key(method: str) -> int:
@@ -428,8 +434,11 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
             onehot[plan.aggregation_groups[g]] = 1.0
             public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
             for j, c in enumerate(clients):
+                once = None                   # the client's examples, shared by its phases
                 for p, phase in enumerate(program.phases):
-                    batches[p].append(phase_examples(exp, c, rnd, phase, p))
+                    examples = phase_examples(exp, c, rnd, phase, p, once)
+                    once = examples[:2] if len(examples) == 3 else once
+                    batches[p].append(examples)
                 infos.append(collections.OrderedDict(
                     group=onehot, seed=np.array([noise_seed, c], np.int32),
                     slot=np.int32(j if public else -1)))
