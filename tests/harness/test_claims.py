@@ -26,8 +26,13 @@ statistic = "late_spread"
 '''
 
 
+def _unpaired(values, first=0):
+    return {first + i: v for i, v in enumerate(values)}
+
+
 def _pairs_verdict(a, b, order="increasing"):
-    return claims.verdict([claims._pair(a, b, order)])
+    """Cells run with different seeds: independent means."""
+    return claims.verdict([claims._pair(_unpaired(a), _unpaired(b, 10), order)])
 
 
 def test_the_verdict_rule():
@@ -41,9 +46,18 @@ def test_the_verdict_rule():
     assert _pairs_verdict([50], [60]) == "holds (1 seed)"
     assert _pairs_verdict([60], [50]) == "does not hold (1 seed)"
     # a chain holds only when every consecutive pair does
-    pairs = [claims._pair([1, 2, 3], [11, 12, 13], "increasing"),
-             claims._pair([11, 12, 13], [5, 6, 7], "increasing")]
+    pairs = [claims._pair(_unpaired([1, 2, 3]), _unpaired([11, 12, 13], 10), "increasing"),
+             claims._pair(_unpaired([11, 12, 13]), _unpaired([5, 6, 7], 10), "increasing")]
     assert claims.verdict(pairs) == claims.FAILS
+
+
+def test_cells_with_the_same_seeds_are_compared_seed_by_seed():
+    # a large spread between seeds, a steady +0.5 within each: holds when paired
+    a, b = [40.0, 60.0, 80.0], [40.5, 60.6, 80.4]
+    d, two_se = claims._pair(_unpaired(a), _unpaired(b), "increasing")
+    assert d == pytest.approx(0.5) and two_se == pytest.approx(2 * 0.1 / 3 ** 0.5)
+    assert claims.verdict([(d, two_se)]) == claims.HOLDS
+    assert _pairs_verdict(a, b) == claims.HOLDS_WITHIN_NOISE      # unpaired: within noise
 
 
 def test_late_spread_is_the_std_of_late_round_to_round_changes():
@@ -111,7 +125,7 @@ def test_the_report_checks_the_claims_and_shows_the_averaged_model(tmp_path):
     rows = list(csv.DictReader(open(md_path.parent / "claims.csv")))
     assert [r["verdict"] for r in rows] == [claims.HOLDS, claims.HOLDS]
     assert rows[0]["ours"] == "dp_fedavg: 61.00 ± 1.00% (n=3); p_fedavg: 81.00 ± 1.00% (n=3)"
-    assert rows[0]["gaps"].startswith("+20.00 (2 SE 1.63)")
+    assert rows[0]["gaps"] == "+20.00 (2 SE 0.00)"        # paired by seed: every gap is 20
     assert "## The paper's claims, checked" in md and "| DP-FedAvg below P-FedAvg | somewhere |" in md
     # the averaged model: only methods that have it, its last value
     section = md.split("## The averaged model")[1].split("##")[0]

@@ -16,13 +16,16 @@ A claim in TOML::
 
 A cell is "dataset / method" or "dataset / column / method" (the table's labels). The
 statistic per run: ``final`` is the reported accuracy (the table's number);
-``averaged_final`` the last accuracy of paper 002's averaged model; ``late_spread``
+``averaged_final`` the last accuracy of paper 002's averaged model on the whole test set
+(a method without a personal part: its model's, which is the same thing); ``late_spread``
 is the standard deviation of the round-to-round changes of the accuracy curve over the
 second half of training (in points; lower is steadier: paper 002's "more stable").
 
 Verdict, for each consecutive pair (a, b) of ``cells`` with d = mean(b) - mean(a) for
-"increasing" (a - b for "decreasing") and SE = sqrt(s_a^2 / n_a + s_b^2 / n_b) over the
-seeds (sample standard deviations): every d > 2 SE: **holds**; every d > 0, some within
+"increasing" (a - b for "decreasing") and SE its standard error over the seeds: of the
+mean seed-by-seed difference when both cells ran the same seeds (a seed draws the same
+check-ins, noise and data order: common random numbers), else sqrt(s_a^2 / n_a +
+s_b^2 / n_b) (sample standard deviations): every d > 2 SE: **holds**; every d > 0, some within
 2 SE: **holds on the means, within the seed noise**; some d < -2 SE: **does not hold**;
 otherwise **reversed on the means, within the seed noise**. With one seed there is no
 SE: the verdict says "(1 seed)". A cell with no complete run: **not run**.
@@ -115,23 +118,34 @@ def late_spread(curve: Sequence[float]) -> float:
     return float(np.std(np.diff(v), ddof=1))
 
 
-def values(cell: dict, statistic: str) -> List[float]:
-    """Per complete run of a report cell (``report.collect``) the claim's statistic."""
+def values(cell: dict, statistic: str) -> Dict[int, float]:
+    """Per complete run of a report cell (``report.collect``) the claim's statistic, by
+    seed."""
+    seeds = cell.get("seeds") or list(range(len(cell["acc"])))
     if statistic == "final":
-        return list(cell["acc"])
+        return dict(zip(seeds, cell["acc"]))
     if statistic == "averaged_final":
-        return list(cell.get("averaged", []))
-    return [s for s in (late_spread(c) for c in cell["curves"]) if not math.isnan(s)]
+        if cell.get("metric", "test_accuracy") == "test_accuracy":   # no personal part: its
+            return dict(zip(seeds, cell["acc"]))     # one model is the averaged model
+        return dict(zip(cell.get("averaged_seeds", seeds), cell.get("averaged", [])))
+    spreads = dict(zip(seeds, (late_spread(c) for c in cell["curves"])))
+    return {seed: v for seed, v in spreads.items() if not math.isnan(v)}
 
 
-def _pair(a: List[float], b: List[float], order: str):
-    """(d, 2 SE or None) for the pair (a, b) under ``order``."""
-    d = float(np.mean(b) - np.mean(a))
-    if order == "decreasing":
-        d = -d
-    if len(a) < 2 or len(b) < 2:
+def _pair(a: Dict[int, float], b: Dict[int, float], order: str):
+    """(d, 2 SE or None) for the pair (a, b) under ``order``. Cells run with the same seeds
+    are compared seed by seed (the same seed draws the same check-ins, noise and data
+    order for a method: common random numbers), SE that of the mean paired difference;
+    otherwise SE of the difference of two independent means."""
+    sign = -1.0 if order == "decreasing" else 1.0
+    if set(a) == set(b) and len(a) > 1:
+        diffs = sign * np.array([b[s] - a[s] for s in sorted(a)])
+        return float(diffs.mean()), 2 * float(diffs.std(ddof=1)) / math.sqrt(len(diffs))
+    va, vb = list(a.values()), list(b.values())
+    d = sign * float(np.mean(vb) - np.mean(va))
+    if len(va) < 2 or len(vb) < 2:
         return d, None
-    se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
+    se = math.sqrt(np.var(va, ddof=1) / len(va) + np.var(vb, ddof=1) / len(vb))
     return d, 2 * se
 
 
@@ -160,6 +174,7 @@ def check(claims: List[Claim], cells: Dict[tuple, dict]) -> List[dict]:
         unit = " pts late spread" if claim.statistic == "late_spread" else "%"
 
         def show(v):
+            v = list(v.values())
             if not v:
                 return "not run"
             sd = f" ± {np.std(v, ddof=1):.2f}" if len(v) > 1 else ""
