@@ -73,8 +73,8 @@ def parse_args(argv):
                    "(comma-separated registry keys, e.g. gdpfed_plus,dp_fedavg)")
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="table configs: only these of the table's seeds (comma-separated, e.g. "
-                   "0 to run seed 0 of every cell first; the others later with the same command "
-                   "without --seeds)")
+                   "0 to run seed 0 of every cell first; the others later by the command "
+                   "without this flag)")
     p.add_argument("--report-dir", default=None,
                    help="table configs: write the report here (default "
                    "<output_dir>/<table>/<scale>/report)")
