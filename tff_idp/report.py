@@ -89,9 +89,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c["metric"] = s.get("headline_metric", "test_accuracy")
         if isinstance(s.get("peak_memory_bytes"), (int, float)):
             c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
-        if "averaged_model_final" in s:
-            c.setdefault("averaged", []).append(s["averaged_model_final"])
-            c.setdefault("averaged_seeds", []).append(u.seed)
+        if "averaged_model_final" in s:                  # {seed: accuracy %}
+            c.setdefault("averaged", {})[u.seed] = s["averaged_model_final"]
     return cells
 
 
@@ -442,7 +441,8 @@ def _paper_star(ax, last_round, value, color):
 
 
 def _accuracy_label(metrics) -> str:
-    """The y axis of accuracy curves: personalised where every run reports it."""
+    """The y axis of accuracy curves: personalised where every run reports it, said to be
+    personalised for some methods where runs of both kinds share the axis."""
     if set(metrics) == {"personal_test_accuracy"}:
         return "personalised test accuracy (%)"
     if "personal_test_accuracy" in metrics:
@@ -614,7 +614,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
             with_private = [m for m in spec.methods   # methods with a private part
                             if any(c.get("averaged") for k, c in cells.items() if k[2] == m)]
             text, _ = train_table(dataclasses.replace(spec, methods=with_private),
-                                  {k: dict(c, acc=c.get("averaged", []))
+                                  {k: dict(c, acc=list(c.get("averaged", {}).values()))
                                    for k, c in cells.items()}, compare=False)
             md += ["## The averaged model", "",
                    "Test accuracy (%) at the last round of the model whose private part is "
@@ -634,11 +634,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "not run (`tff_idp/harness/claims.py`).", "",
                    _markdown(["Claim", "Paper", "Ours", "Gap", "Verdict"],
                              [list(r.values()) for r in checked]), ""]
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, fieldnames=list(checked[0]))
-            w.writeheader()
-            w.writerows(checked)
-            (out / "claims.csv").write_text(buf.getvalue())
+            _write_csv(out / "claims.csv", checked)
         privacy = observer_rows(cells)
         if privacy:
             md += ["## Privacy, by observer", "",
@@ -698,13 +694,18 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     for f in figures:             # every figure is written under out
         md += ["", f"![{f.stem}]({f.relative_to(out)})"]
     (out / "report.md").write_text("\n".join(md) + "\n")
-    buf = io.StringIO()
-    if rows_csv:
-        w = csv.DictWriter(buf, fieldnames=list(rows_csv[0].keys()))
-        w.writeheader()
-        w.writerows(rows_csv)
-    (out / "report.csv").write_text(buf.getvalue())
+    _write_csv(out / "report.csv", rows_csv)
     return out / "report.md"
+
+
+def _write_csv(path: Path, rows: List[dict]) -> None:
+    """``rows`` (dicts with the same keys) as CSV with a header; empty when there are none."""
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    path.write_text(buf.getvalue())
 
 
 def main(argv=None) -> int:

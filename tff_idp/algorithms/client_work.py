@@ -283,22 +283,19 @@ class ClientTrainer:
     def train_cohort_phases(self, cohort_model, params, phases, lr, readout=None):
         """:meth:`train_cohort` from per-client start weights ``params`` ([K, ...] per
         tensor: the broadcast shared part and each client's personal part) through
-        ``phases`` = [(xs, ys, ws or None, :class:`PhaseSpec`[, order])], fresh optimizer
-        slots in each. A phase with an ``order`` trains the read-out alone on features
-        computed once (``readout``: the read-out's tensor indices; ``xs`` [K, n, ...] each
-        client's examples once, ``order`` [K, steps, batch] indices into them, ``ws`` their
-        weights): the same steps as on the examples themselves, the layers below being
-        frozen. Returns (final weights [K, ...] per tensor, mean loss per client over all
-        steps). A phase given as (xs, ys, ws, spec, order, False) trains on the examples
-        ``xs`` [K, n, ...] gathered by ``order`` (each client's examples held once for all
-        its epochs)."""
+        ``phases`` = [(xs, ys, ws or None, :class:`PhaseSpec`[, order, on_features])], fresh
+        optimizer slots in each. Without an ``order``, ``xs`` [K, steps, batch, ...] are the
+        batches. With one, ``xs`` [K, n, ...] are each client's examples once, ``order``
+        [K, steps, batch] indices into them and ``ws`` their weights (each client's examples
+        held once for all its epochs); ``on_features`` then trains the read-out alone on
+        features computed once (``readout``: the read-out's tensor indices): the same steps
+        as on the examples themselves, the layers below being frozen. Returns (final weights
+        [K, ...] per tensor, mean loss per client over all steps)."""
         start = list(params)
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
         for phase in phases:
-            xs, ys, ws, spec = phase[:4]
-            order = phase[4] if len(phase) > 4 else None
-            on_features = phase[5] if len(phase) > 5 else order is not None
+            xs, ys, ws, spec, order, on_features = (tuple(phase) + (None, False))[:6]
             if on_features:                      # on features computed once
                 params, phase_loss, phase_count = self._readout_steps(
                     cohort_model, params, start, xs, ys, ws, order, lr, spec, readout)

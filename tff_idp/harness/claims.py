@@ -127,7 +127,7 @@ def values(cell: dict, statistic: str) -> Dict[int, float]:
     if statistic == "averaged_final":
         if cell.get("metric", "test_accuracy") == "test_accuracy":   # no personal part: its
             return dict(zip(seeds, cell["acc"]))     # one model is the averaged model
-        return dict(zip(cell.get("averaged_seeds", seeds), cell.get("averaged", [])))
+        return dict(cell.get("averaged", {}))
     spreads = dict(zip(seeds, (late_spread(c) for c in cell["curves"])))
     return {seed: v for seed, v in spreads.items() if not math.isnan(v)}
 
