@@ -91,10 +91,13 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
         if "averaged_model_final" in s:                  # {seed: accuracy %}
             c.setdefault("averaged", {})[u.seed] = s["averaged_model_final"]
+        if "client_test_final" in s:                     # {seed: accuracy %}
+            c.setdefault("client", {})[u.seed] = s["client_test_final"]
     return cells
 
 
 AVERAGED = "averaged_model_test_accuracy"
+CLIENT = "client_test_accuracy"
 
 
 class UnreadableRun(ValueError):
@@ -146,6 +149,11 @@ def read_run(folder: Path):
                     for r in rows if r.get(AVERAGED) not in (None, "", "nan")]
         if averaged:
             s = dict(s, averaged_model_final=averaged[-1])
+        # a global model also tested on each client's classes (Method.client_tests)
+        client = [100.0 * _fraction(r[CLIENT], f"{CLIENT} of round {r.get('round', '?')}")
+                  for r in rows if r.get(CLIENT) not in (None, "", "nan")]
+        if client:
+            s = dict(s, client_test_final=client[-1])
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
@@ -620,6 +628,17 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "Test accuracy (%) at the last round of the model whose private part is "
                    "the mean of every client's, on the whole test set (metrics.csv: "
                    f"`{AVERAGED}`), beside the personalised accuracy above.", "", text, ""]
+        if any(c.get("client") for c in cells.values()):
+            tested = [m for m in spec.methods   # global models also tested client by client
+                      if any(c.get("client") for k, c in cells.items() if k[2] == m)]
+            text, _ = train_table(dataclasses.replace(spec, methods=tested),
+                                  {k: dict(c, acc=list(c.get("client", {}).values()))
+                                   for k, c in cells.items()}, compare=False)
+            md += ["## The global model on each client's classes", "",
+                   "Test accuracy (%) at the last round of the methods' one model on each "
+                   "client's own test examples (those of the classes it trains on), mean over "
+                   f"clients (metrics.csv: `{CLIENT}`): like for like with a personalised "
+                   "accuracy above.", "", text, ""]
         if spec.claims:
             from .harness import claims as claims_mod
             checked = claims_mod.check(spec.claims, cells)

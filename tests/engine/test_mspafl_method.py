@@ -115,3 +115,22 @@ def test_an_empty_round_keeps_the_model(monkeypatch):
         if row["cohort"] == 0:
             for a, b in zip(prev, now):
                 np.testing.assert_array_equal(a, b)
+
+
+def test_ldp_fedavg_is_also_tested_on_each_clients_classes(monkeypatch):
+    """Method.client_tests: LDP-FedAvg's one model on each client's own test examples (the
+    labels of its shard), mean over clients, recomputed here from the final weights."""
+    exp = _experiment("ldp_fedavg")
+    seen, rows, summary = _run(exp, "ldp_fedavg", "fast", monkeypatch)
+    (kernel,) = seen["runner"].weights                 # logistic_nobias: logits = x W
+    d = exp.data
+    pred = np.argmax(d.x_test.reshape(len(d.x_test), -1) @ kernel, axis=1)
+    accs = [np.mean(pred[m] == d.y_test[m]) for m in
+            (np.isin(d.y_test, np.unique(d.y_train[idx])) for idx in exp.client_indices)
+            if m.any()]
+    assert rows[-1]["client_test_accuracy"] == pytest.approx(np.mean(accs), abs=1e-9)
+    assert summary["final_client_test_accuracy"] == rows[-1]["client_test_accuracy"]
+    assert summary["final_test_accuracy"] == rows[-1]["test_accuracy"]   # still the headline
+    assert len({round(a, 6) for a in accs}) > 1        # shards: the clients' sets differ
+    _, ms_rows, _ = _run(_experiment("ms_pafl"), "ms_pafl", "fast", monkeypatch)
+    assert "client_test_accuracy" not in ms_rows[-1]   # its own models are what it reports

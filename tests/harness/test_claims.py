@@ -140,3 +140,35 @@ def test_the_report_checks_the_claims_and_shows_the_averaged_model(tmp_path):
     write_report(spec, "paper")
     rows = list(csv.DictReader(open(md_path.parent / "claims.csv")))
     assert rows[0]["verdict"] == claims.NOT_RUN
+
+
+def test_client_final_compares_personalised_and_global_models_on_the_clients_classes():
+    personalised = {"seeds": [0, 1], "acc": [70.0, 72.0], "curves": [],
+                    "metric": "personal_test_accuracy", "averaged": {0: 9.0, 1: 11.0}}
+    global_model = {"seeds": [0, 1], "acc": [10.0, 12.0], "curves": [],
+                    "metric": "test_accuracy", "client": {0: 30.0, 1: 33.0}}
+    assert claims.values(personalised, "client_final") == {0: 70.0, 1: 72.0}
+    assert claims.values(global_model, "client_final") == {0: 30.0, 1: 33.0}
+    assert claims.values(global_model, "final") == {0: 10.0, 1: 12.0}
+    # a global model never tested client by client: nothing to compare, so "not run"
+    assert claims.values(dict(global_model, client={}), "client_final") == {}
+
+
+def test_the_report_shows_the_global_model_on_each_clients_classes(tmp_path):
+    from tff_idp.report import write_report
+    path = tiny_table(tmp_path, seeds=2)
+    spec = load_table(str(path))
+    for u in expand(spec, "paper"):
+        _fake(u, 0.8, [0.5, 0.6, 0.8])
+        if u.method == "p_fedavg":           # as Method.client_tests writes it
+            rows = list(csv.DictReader(open(u.folder / "metrics.csv")))
+            with open(u.folder / "metrics.csv", "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["round", "test_accuracy",
+                                                  "client_test_accuracy"])
+                w.writeheader()
+                for r in rows:
+                    w.writerow(dict(r, client_test_accuracy=0.25 + 0.01 * u.seed))
+    md = write_report(spec, "paper").read_text()
+    section = md.split("## The global model on each client's classes")[1].split("##")[0]
+    assert "| digits | p_fedavg | 25.50 ± 0.71 | 25.50 ± 0.71 |" in section
+    assert "dp_fedavg" not in section

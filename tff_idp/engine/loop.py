@@ -282,6 +282,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
     store = PersonalStore(w0, split, cfg.num_clients)
     personal_eval = personal_evaluation(exp, method, program, evaluator)
+    client_eval = client_test_evaluation(exp, method, program, evaluator)
     rng = np.random.default_rng([cfg.seed, method_key(method)])
     ledger = exp.new_ledger(plan)
     rows, start = [], 0
@@ -305,7 +306,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     setup = time.perf_counter() - started
     with StopRequests() as stop:
         rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
-                       rows, fingerprint, checkpoint_dir, on_round, stop, audit)
+                       rows, fingerprint, checkpoint_dir, on_round, stop, audit, client_eval)
     bar.close()
     summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
                        setup)
@@ -373,6 +374,18 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
                               validation, finetune, reparam)
 
 
+def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
+    """The global model on each client's own test examples (those of the classes it trains
+    on; mean over clients), beside its accuracy on the whole test set, for a method without a
+    personal part that asks for it (``Method.client_tests``: LDP-FedAvg, paper 002's
+    baseline, like for like with MS-PAFL's personalised accuracy); None otherwise."""
+    if not METHODS[method].client_tests or not program.split.trivial:
+        return None
+    d = exp.data
+    return PersonalEvaluation(evaluator, program.split, d.x_test, d.y_test,
+                              client_test_sets(d.y_train, exp.client_indices, d.y_test))
+
+
 def _checkpoint(checkpoint_dir, fingerprint, rounds_done, runner, store, rng_state, ledger,
                 rows) -> None:
     """Everything a resumed run needs after ``rounds_done`` rounds, into its folder."""
@@ -410,7 +423,7 @@ def curve_test_set(x, y, count, seed):
 
 
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
-            fingerprint, checkpoint_dir, on_round, stop, audit=None):
+            fingerprint, checkpoint_dir, on_round, stop, audit=None, client_eval=None):
     """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
     the current round with a checkpoint and one line."""
     cfg, plan = exp.cfg, exp.plans[method]
@@ -487,6 +500,9 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                     row["validation_loss"], row["validation_accuracy"] = evaluate(
                         evaluator, exp.data.x_train[val], exp.data.y_train[val])
                 bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
+                if client_eval is not None:     # the same model on each client's classes
+                    row.update({k.replace("personal_", "client_", 1): v for k, v in
+                                client_eval(runner.weights, store, rnd).items()})
             else:                        # no global model: each client's own
                 row.update(personal_eval(runner.weights, store, rnd))
                 bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
@@ -557,6 +573,9 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         "final_test_accuracy": rows[-1][headline],
         "final_test_loss": rows[-1][headline.replace("accuracy", "loss")],
         "headline_metric": headline,
+        **({"final_client_test_accuracy": rows[-1]["client_test_accuracy"],
+            "final_client_test_accuracy_std": rows[-1]["client_test_accuracy_std"]}
+           if "client_test_accuracy" in rows[-1] else {}),
         "test_examples": int(len(exp.data.y_test)),
         **({"curve_test_examples": int(min(cfg.curve_test_examples, len(exp.data.y_test)))}
            if cfg.curve_test_examples and personal_eval is None else {}),

@@ -12,13 +12,16 @@ A claim in TOML::
     paper = "Table II, EMNIST s=5: 81.80 vs 81.11"   # the paper's evidence (optional)
     cells = ["FMNIST s=5 / centaur", "FMNIST s=5 / dp_pfeddsu"]
     order = "increasing"                             # or "decreasing"
-    statistic = "final"                # or "averaged_final", "late_spread"
+    statistic = "final"                # or "averaged_final", "client_final", "late_spread"
 
 A cell is "dataset / method" or "dataset / column / method" (the table's labels). The
 statistic per run: ``final`` is the reported accuracy (the table's number);
 ``averaged_final`` the last accuracy of paper 002's averaged model on the whole test set
-(a method without a personal part: its model's, which is the same thing); ``late_spread``
-is the standard deviation of the round-to-round changes of the accuracy curve over the
+(a method without a personal part: its model's, which is the same thing);
+``client_final`` the last accuracy on each client's own test examples, mean over clients
+(a personalised method's reported accuracy; a global model's ``client_test_accuracy``,
+``Method.client_tests``), so personalised and global methods compare like for like;
+``late_spread`` is the standard deviation of the round-to-round changes of the accuracy curve over the
 second half of training (in points; lower is steadier: paper 002's "more stable").
 
 Verdict, for each consecutive pair (a, b) of ``cells`` with d = mean(b) - mean(a) for
@@ -41,7 +44,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 ORDERS = ("increasing", "decreasing")
-STATISTICS = ("final", "averaged_final", "late_spread")
+STATISTICS = ("final", "averaged_final", "client_final", "late_spread")
 CLAIM_KEYS = {"text", "paper", "cells", "order", "statistic"}
 
 HOLDS = "holds"
@@ -128,6 +131,10 @@ def values(cell: dict, statistic: str) -> Dict[int, float]:
         if cell.get("metric", "test_accuracy") == "test_accuracy":   # no personal part: its
             return dict(zip(seeds, cell["acc"]))     # one model is the averaged model
         return dict(cell.get("averaged", {}))
+    if statistic == "client_final":
+        if cell.get("metric", "test_accuracy") != "test_accuracy":   # personalised: its own
+            return dict(zip(seeds, cell["acc"]))
+        return dict(cell.get("client", {}))
     spreads = dict(zip(seeds, (late_spread(c) for c in cell["curves"])))
     return {seed: v for seed, v in spreads.items() if not math.isnan(v)}
 

@@ -63,6 +63,9 @@ class Method:
     checks_budgets: bool = True    # the ledger checks the plan against every group's budget
     uses_rates: bool = False       # plan() passes the config's per-group ``rates`` (GDPFed-opc/+,
                                    # IDP-FedAvg SAMPLE)
+    client_tests: bool = False     # also test the global model on each client's own test
+                                   # examples (metrics.csv ``client_test_*``): like for like
+                                   # with a personalised method's accuracy (LDP-FedAvg, 002)
 
     # --- config and privacy plan (pure Python) -------------------------------------------
 

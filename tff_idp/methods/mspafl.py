@@ -241,6 +241,7 @@ class LDPFedAvg(MSPAFL):
     summary = "LDP-FedAvg (paper 002's baseline): MS-PAFL's machinery with the whole model public"
     default_split = "none"
     needs_personal = False
+    client_tests = True       # its one model on each client's classes, beside MS-PAFL's own
 
     def checkin_rate(self, cfg) -> float:
         return 1.0
