@@ -51,7 +51,8 @@ def parse_args(argv):
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--force", action="store_true",
                    help="retrain methods whose results folder is already complete with the "
-                   "same config (skipped otherwise)")
+                   "same config (skipped otherwise; a table: every run --only, --methods "
+                   "and --seeds select)")
     p.add_argument("--output-dir", default=None,
                    help="where results go (overrides the config's output_dir; table configs: "
                    "the root of every run folder and of the default report)")
@@ -273,7 +274,8 @@ def _run_table(args, stop) -> int:
                 root = spec.out_root(args.scale, args.output_dir)
                 raise ConfigError(f"output_dir={str(root)!r}: {why}")
         if spec.kind == "train":           # the data the runs to train need is here
-            to_train = still_to_train(spec, args.scale, pending(units), args.output_dir)
+            to_train = units if args.force else still_to_train(spec, args.scale,
+                                                                pending(units), args.output_dir)
             check_data(to_train)
             if any(u.cfg.device == "gpu" for u in to_train):
                 select_device("gpu")        # one line when there is no GPU here
@@ -286,7 +288,7 @@ def _run_table(args, stop) -> int:
     failed = 0
     if spec.kind == "train":
         failed = run_table(spec, args.scale, jobs=args.jobs, output_dir=args.output_dir,
-                           progress=not args.quiet)
+                           progress=not args.quiet, force=args.force)
     if not args.no_report:
         from .report import write_report
         out = write_report(spec, args.scale,

@@ -451,3 +451,20 @@ def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
     assert len(want) == 2 and array == "#SBATCH --array=" + ",".join(map(str, want)), array
     helptext = _run(["tff_idp.slurm", "--help"]).stdout
     assert "(default 4)" in helptext and "(default 32G)" in helptext
+
+
+def test_force_retrains_the_selected_complete_runs_of_a_table(table):
+    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
+    assert first.returncode == 0, first.stderr[-1500:]
+    units = expand(load_table(str(table)), "smoke")
+    before = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
+    for jobs in ("1", "2"):          # in this process, and through harness.task workers
+        forced = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--force",
+                       "--methods", "p_fedavg", "--jobs", jobs])
+        assert forced.returncode == 0, forced.stderr[-1500:]
+        assert "2 runs, 2 complete, 2 to run (--force: complete ones too)" in forced.stderr
+        after = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
+        for u in units:
+            assert (after[u.label] != before[u.label]) == (u.method == "p_fedavg"), u.label
+        before = after
+    assert not pending(units)

@@ -73,18 +73,21 @@ def pending(units: List[Unit]) -> List[Unit]:
     return [u for u in units if not unit_complete(u)]
 
 
-def task_command(spec: TableSpec, scale: str, index: int, output_dir: Optional[str]) -> list:
+def task_command(spec: TableSpec, scale: str, index: int, output_dir: Optional[str],
+                 force: bool = False) -> list:
     cmd = [sys.executable, "-m", "tff_idp.harness.task", str(spec.path), "--scale", scale,
-           "--index", str(index)]
+           "--index", str(index)] + (["--force"] if force else [])
     if output_dir:
         cmd += ["--output-dir", output_dir]
     return cmd + [a for item in spec.overrides for a in ("--set", item)]
 
 
 def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[str] = None,
-              progress: bool = True) -> int:
+              progress: bool = True, force: bool = False) -> int:
     """Run what is missing of a table at ``scale`` (a run another table already made with the
-    same config is copied: ``harness.reuse``); returns the number of failed units.
+    same config is copied: ``harness.reuse``); returns the number of failed units. ``force``:
+    every unit of ``spec`` is trained again, complete or not (a new run replaces a complete
+    folder only when it completes).
 
     A stop request (Ctrl-C, SIGTERM) stops the running units at their next round boundary
     (each checkpoints), starts no other unit, prints one line (runs done / stopped / not
@@ -93,11 +96,13 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
     from ..runtime import StopRequests
     from .reuse import reuse_equal_runs
     units = expand(spec, scale, output_dir)
-    reuse_equal_runs(spec, scale, pending(units), output_dir)
-    todo = pending(units)
-    print(f"{spec.name} at scale {scale}: {len(units)} runs, {len(units) - len(todo)} "
-          f"complete, {len(todo)} to run" + (f" in {jobs} processes" if jobs > 1 and todo
-                                              else ""), file=sys.stderr)
+    if not force:
+        reuse_equal_runs(spec, scale, pending(units), output_dir)
+    todo = list(units) if force else pending(units)
+    complete = len(units) - len(pending(units))
+    print(f"{spec.name} at scale {scale}: {len(units)} runs, {complete} complete, "
+          f"{len(todo)} to run" + (" (--force: complete ones too)" if force else "") +
+          (f" in {jobs} processes" if jobs > 1 and todo else ""), file=sys.stderr)
     failures: List[str] = []
     started = time.perf_counter()
     bar = tqdm(total=len(todo), desc=spec.name, unit="run", disable=not progress)
@@ -105,7 +110,7 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
         if jobs <= 1:
             _run_in_process(todo, bar, failures, stop)
         else:
-            _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop)
+            _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop, force)
     bar.close()
     if todo:
         print(f"{spec.name}: ran {len(todo)} runs in {time.perf_counter() - started:.0f} s",
@@ -143,7 +148,8 @@ def _run_in_process(todo: List[Unit], bar, failures: List[str], stop) -> None:
         close_tff()
 
 
-def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop) -> None:
+def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop,
+                    force: bool = False) -> None:
     """Up to ``jobs`` ``harness.task`` processes at a time, started and watched from this
     (the main) thread: the parent-death signal is tied to the thread that forks. Each has its
     own process group, so a terminal's Ctrl-C reaches only this process, which passes one
@@ -166,7 +172,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop) ->
                 unit = queue.pop(0)
                 log = tempfile.TemporaryFile(mode="w+")
                 proc = subprocess.Popen(
-                    task_command(spec, scale, index[unit.label], output_dir), env=env,
+                    task_command(spec, scale, index[unit.label], output_dir, force), env=env,
                     stdout=subprocess.DEVNULL, stderr=log, text=True, process_group=0,
                     preexec_fn=lambda: die_with_parent(parent, signal.SIGTERM))
                 running.append((unit, proc, log))

@@ -1,15 +1,15 @@
-"""python -m tff_idp.harness.task TABLE --scale S [--index I] [--output-dir D]
+"""python -m tff_idp.harness.task TABLE --scale S [--index I] [--output-dir D] [--force]
 
 Runs one unit of a table: the one at ``--index`` or, without it, at ``$SLURM_ARRAY_TASK_ID``
-(what a Slurm array task runs). A complete unit is skipped; an interrupted one resumes from
-its checkpoint (a requeued, preempted task picks up where it stopped), and a retry clears the
-unit's old ``FAILED.txt``. SIGTERM (Slurm's time-limit signal or a preemption) finishes the
-round, checkpoints and exits 143, for the batch script to requeue the task; in a Slurm job,
-a stop near the job's end time (``$SLURM_JOB_END_TIME``, or any stop when Slurm does not
-say) is counted in the unit's folder, and after ``--max-requeues`` of them the unit fails
-instead (a time limit too short for one unit would requeue it forever). With
-``--require-gpu`` (the batch script passes it when the job asks for a GPU) a node where
-TensorFlow sees none fails at once.
+(what a Slurm array task runs). A complete unit is skipped (unless ``--force``); an
+interrupted one resumes from its checkpoint (a requeued, preempted task picks up where it
+stopped), and a retry clears the unit's old ``FAILED.txt``. SIGTERM (Slurm's time-limit
+signal or a preemption) finishes the round, checkpoints and exits 143, for the batch script
+to requeue the task; in a Slurm job, a stop near the job's end time (``$SLURM_JOB_END_TIME``,
+or any stop when Slurm does not say) is counted in the unit's folder, and after
+``--max-requeues`` of them the unit fails instead (a time limit too short for one unit would
+requeue it forever). With ``--require-gpu`` (the batch script passes it when the job asks
+for a GPU) a node where TensorFlow sees none fails at once.
 Exit status: 0 done, 1 the run failed (``FAILED.txt`` in its ``.partial`` folder), 2 bad
 input or no GPU, 143 stopped to be requeued.
 """
@@ -31,6 +31,8 @@ def main(argv=None) -> int:
     p.add_argument("--output-dir", default=None)
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    help="the table run's --set items (every unit)")
+    p.add_argument("--force", action="store_true",
+                   help="train the unit again even when it is complete (a table run's --force)")
     p.add_argument("--max-requeues", type=int, default=3)
     p.add_argument("--require-gpu", action="store_true",
                    help="fail at once (exit 2, one line, not requeued) when TensorFlow sees "
@@ -69,7 +71,7 @@ def main(argv=None) -> int:
             return STOPPED
         raise
     unit = units[index]
-    if unit_complete(unit):
+    if unit_complete(unit) and not args.force:
         print(f"{unit.label}: already complete", file=sys.stderr)
         return 0
     from ..runtime import close_tff
