@@ -261,8 +261,9 @@ def _run_table(args, stop) -> int:
         require_scale(args.scale)
         if args.jobs < 1:
             raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
-        spec = only_methods(only_datasets(load_table(args.config), args.only), args.methods)
-        spec = with_overrides(only_seeds(spec, args.seeds), table_overrides(args))
+        whole = with_overrides(load_table(args.config), table_overrides(args))
+        spec = only_methods(only_datasets(whole, args.only), args.methods)
+        spec = only_seeds(spec, args.seeds)
         if args.output_dir is not None:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)
@@ -291,7 +292,8 @@ def _run_table(args, stop) -> int:
                            progress=not args.quiet, force=args.force)
     if not args.no_report:
         from .report import write_report
-        out = write_report(spec, args.scale,
+        # the table's report: every cell, also after a run of some (--only/--methods/--seeds)
+        out = write_report(whole, args.scale,
                            Path(args.report_dir) if args.report_dir else None, args.output_dir)
         print(main_table(out.read_text()))
         print(f"report: {out}", file=sys.stderr)

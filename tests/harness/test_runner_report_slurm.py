@@ -468,3 +468,6 @@ def test_force_retrains_the_selected_complete_runs_of_a_table(table):
             assert (after[u.label] != before[u.label]) == (u.method == "p_fedavg"), u.label
         before = after
     assert not pending(units)
+    # the report after a run of some methods is still the whole table's
+    report = (load_table(str(table)).out_root("smoke") / "report" / "report.md").read_text()
+    assert "| digits | dp_fedavg |" in report and "| digits | p_fedavg |" in report

@@ -209,6 +209,20 @@ def test_methods_restricts_a_table_to_some_methods_in_the_order_given():
         only_methods(spec, "dp_fedavg,fedprox")
 
 
+def test_methods_reaches_the_methods_a_column_names_of_its_own():
+    """Paper 002's FMNIST table: each column names its methods (MS-PAFL's six settings, the
+    LDP-FedAvg baseline); --methods ldp_fedavg is the baseline's runs alone, and a method
+    only a column names (fmnist-readings.toml's PFA columns) can be chosen too."""
+    from tff_idp.harness.table import only_methods
+    spec = load_table(str(ROOT / "runs" / "ms_pafl" / "fmnist" / "figure2.toml"))
+    units = expand(only_methods(spec, "ldp_fedavg"), "paper")
+    assert [(u.column, u.method) for u in units] == [("baseline", "ldp_fedavg")] * 3
+    readings = load_table(str(ROOT / "runs" / "gdpfed" / "ablations" / "fmnist-readings.toml"))
+    assert "pfa" not in readings.methods and "pfa" in readings.all_methods()
+    pfa = expand(only_methods(readings, "pfa"), "paper")
+    assert pfa and {u.method for u in pfa} == {"pfa"}
+
+
 def test_seeds_restricts_a_table_to_some_seeds_in_the_whole_tables_folders():
     from tff_idp.config import ConfigError
     from tff_idp.harness.table import only_datasets, only_seeds

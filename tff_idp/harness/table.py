@@ -205,6 +205,8 @@ class TableSpec:
     claims: List[object] = dataclasses.field(default_factory=list)
     # --seeds: only these of the table's seeds (None: all)
     seed_subset: Optional[Tuple[int, ...]] = None
+    # --methods: only these methods in every cell, also where a column names its own
+    method_subset: Optional[Tuple[str, ...]] = None
 
     def cell_values(self, dataset: str, column: Optional[int]) -> dict:
         v = dict(self.base)
@@ -229,6 +231,13 @@ class TableSpec:
             value = self.axis.values[self.axis.labels.index(column)]
             return value.get("methods", self.methods)
         return self.methods
+
+    def all_methods(self) -> List[str]:
+        """The table's methods and, after them, any a column names of its own."""
+        found = list(self.methods)
+        for label in (self.axis.labels if self.axis is not None else []):
+            found += [m for m in self.methods_of("", label) if m not in found]
+        return found
 
     def columns(self) -> List[Optional[int]]:
         return list(range(len(self.axis.labels))) if self.axis is not None else [None]
@@ -290,12 +299,13 @@ def only_methods(spec: TableSpec, methods: Optional[str]) -> TableSpec:
     the table does not have is a one-line ConfigError."""
     if methods is None:
         return spec
-    names = [x.strip() for x in methods.split(",") if x.strip()]
+    names = list(dict.fromkeys(x.strip() for x in methods.split(",") if x.strip()))
+    known = spec.all_methods()
     for name in names or [methods]:
-        if name not in spec.methods:
+        if name not in known:
             _fail("--methods", name, f"not a method of {spec.name}; choose from "
-                  f"{', '.join(spec.methods)}")
-    return dataclasses.replace(spec, methods=list(dict.fromkeys(names)))
+                  f"{', '.join(known)}")
+    return dataclasses.replace(spec, methods=names, method_subset=tuple(names))
 
 
 def only_seeds(spec: TableSpec, seeds: Optional[str]) -> TableSpec:
@@ -447,6 +457,8 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
                 values.update(parse_override(item) for item in spec.overrides)
             folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
             for method in values.pop("methods", spec.methods):
+                if spec.method_subset is not None and method not in spec.method_subset:
+                    continue                     # --methods: a column's own methods too
                 for seed in seeds:
                     v = dict(values, methods=[method], seed=seed,
                              name=_slug(f"{spec.name}-{scale}-{ds}-{label or ''}"))
