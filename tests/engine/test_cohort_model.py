@@ -20,6 +20,7 @@ SMALL = {   # builder kwargs that keep each model small but its layer types inta
     "cnn3": dict(input_shape=(8, 8, 3), num_classes=3),
     "simple_cnn": dict(input_shape=(8, 8, 3), num_classes=3),
     "char_lstm": dict(vocab_size=7, seq_len=5),
+    "char_lstm_torch": dict(vocab_size=7, seq_len=5),
     "resnet18": dict(input_shape=(8, 8, 3), num_classes=3),
     "resnet20": dict(input_shape=(8, 8, 3), num_classes=3),
 }
@@ -27,7 +28,7 @@ SMALL = {   # builder kwargs that keep each model small but its layer types inta
 
 def _inputs(name, rng):
     kw = SMALL[name]
-    if name == "char_lstm":
+    if name.startswith("char_lstm"):
         return rng.integers(0, kw["vocab_size"], (K, B, kw["seq_len"])).astype(np.int32)
     shape = kw.get("input_shape", (kw.get("input_dim"),))
     return rng.normal(size=(K, B) + tuple(shape)).astype(np.float32)

@@ -117,6 +117,39 @@ def char_lstm(vocab_size: int = 80, seq_len: int = 80, **_):
         L.LSTM(256, return_sequences=True), L.LSTM(256), L.Dense(vocab_size)])
 
 
+def char_lstm_torch(vocab_size: int = 80, seq_len: int = 80, hidden: int = 256, **_):
+    """LEAF's Shakespeare model (:func:`char_lstm`'s layers and 817,872 parameters) with
+    PyTorch's default initialisers, as its PyTorch ports have it: ``nn.Embedding`` N(0, 1);
+    ``nn.LSTM`` every weight U(-1/sqrt(256), 1/sqrt(256)) and its two biases likewise (Keras
+    keeps one: the sum of two such draws), no forget-gate offset; ``nn.Linear``
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias. Keras' own initialisers
+    (:func:`char_lstm`: embedding U(-0.05, 0.05)) leave the model on the unigram plateau
+    under GDPFed's Shakespeare optimiser (SGD, lr 0.1, momentum 0.9, batch 4) for the
+    paper's number of steps (docs/gdpfed.md, Shakespeare)."""
+    tf = _tf()
+    L = tf.keras.layers
+    bound = 1.0 / hidden ** 0.5
+
+    # plain functions of TF's global generator: a new draw at every call (an unseeded Keras
+    # initializer object returns the same values each time it is called)
+    def uniform(shape, dtype=None):
+        return tf.random.uniform(shape, -bound, bound, dtype or tf.float32)
+
+    def two_biases(shape, dtype=None):          # b_ih + b_hh
+        return uniform(shape, dtype) + uniform(shape, dtype)
+
+    def normal(shape, dtype=None):
+        return tf.random.normal(shape, 0.0, 1.0, dtype or tf.float32)
+
+    lstm = dict(kernel_initializer=uniform, recurrent_initializer=uniform,
+                bias_initializer=two_biases, unit_forget_bias=False)
+    return tf.keras.Sequential([
+        tf.keras.Input((seq_len,), dtype=tf.int32),
+        L.Embedding(vocab_size, 8, embeddings_initializer=normal),
+        L.LSTM(hidden, return_sequences=True, **lstm), L.LSTM(hidden, **lstm),
+        L.Dense(vocab_size, kernel_initializer=uniform, bias_initializer=uniform)])
+
+
 def _group_norm(groups=2):
     return _tf().keras.layers.GroupNormalization(groups=groups)
 
@@ -207,7 +240,8 @@ MODELS: Dict[str, Callable] = {
     "logistic": logistic, "logistic_nobias": logistic_nobias, "digits_mlp": digits_mlp,
     "centaur_mlp": centaur_mlp, "cnn2": cnn2,
     "cnn2_same": cnn2_same, "cnn3": cnn3,
-    "simple_cnn": simple_cnn, "char_lstm": char_lstm, "resnet18": resnet18,
+    "simple_cnn": simple_cnn, "char_lstm": char_lstm, "char_lstm_torch": char_lstm_torch,
+    "resnet18": resnet18,
     "resnet20": resnet20,
 }
 
