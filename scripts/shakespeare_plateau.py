@@ -1,0 +1,93 @@
+"""Does LEAF's Shakespeare LSTM leave the unigram plateau under GDPFed's optimiser?
+
+Plain Keras training, no federation and no noise: the paper's local optimiser (SGD, lr 0.1,
+momentum 0.9, batch 4; GDPFed Sec. VI-A) on LEAF's next-character task (the 80 characters
+before, the one after) of ``shakespeare-leaf``, from one of three initialisations of the same
+model: Keras' defaults (``char_lstm``), LEAF's TensorFlow 1 defaults (glorot-uniform embedding
+and combined LSTM kernels, forget bias 1; models/shakespeare/stacked_lstm.py) or PyTorch's
+defaults (``char_lstm_torch``). Prints the test loss and accuracy on 3,000 seeded test windows
+every 100 steps; the plateau is the commonest next character's share (16.5%, a space).
+
+    python scripts/shakespeare_plateau.py --init torch --steps 1500
+
+Evidence for docs/gdpfed.md ("Shakespeare: the unigram plateau"); it is not part of a run.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def leaf_tf1_model(vocab: int = 80, hidden: int = 256):
+    """LEAF's model with TensorFlow 1's ``get_variable`` default (glorot uniform) on each
+    variable as LEAF creates it: the [80, 8] embedding, each BasicLSTMCell's one kernel over
+    [input + hidden, 4 hidden] (split here into Keras' kernel and recurrent kernel), the
+    dense layer; BasicLSTMCell adds 1 to the forget gate (Keras' unit_forget_bias)."""
+    import tensorflow as tf
+    L = tf.keras.layers
+
+    def glorot(fan_in, fan_out):
+        limit = math.sqrt(6.0 / (fan_in + fan_out))
+        return lambda shape, dtype=None: tf.random.uniform(shape, -limit, limit,
+                                                           dtype or tf.float32)
+
+    return tf.keras.Sequential([
+        tf.keras.Input((80,), dtype=tf.int32),
+        L.Embedding(vocab, 8, embeddings_initializer=glorot(vocab, 8)),
+        L.LSTM(hidden, return_sequences=True, kernel_initializer=glorot(8 + hidden, 4 * hidden),
+               recurrent_initializer=glorot(8 + hidden, 4 * hidden)),
+        L.LSTM(hidden, kernel_initializer=glorot(2 * hidden, 4 * hidden),
+               recurrent_initializer=glorot(2 * hidden, 4 * hidden)),
+        L.Dense(vocab)])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--init", choices=("keras", "leaf", "torch"), default="torch")
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--data-root", default=str(ROOT / "datasets"))
+    args = p.parse_args(argv)
+    if args.steps < 100 or args.batch < 1:
+        p.error(f"--steps={args.steps} --batch={args.batch}: need steps >= 100, batch >= 1")
+    import tensorflow as tf
+    from tff_idp import models
+    from tff_idp.data.shakespeare import pack_texts, read_store, windows_data
+    clients = read_store(Path(args.data_root) / "shakespeare-leaf")
+    d = windows_data("shakespeare-leaf", pack_texts([c["train"] for c in clients]),
+                     pack_texts([c["test"] for c in clients]))
+    rng = np.random.default_rng(0)
+    train = rng.choice(len(d.y_train), args.batch * args.steps, replace=False)
+    test = rng.choice(len(d.y_test), 3000, replace=False)
+    x_test, y_test = np.asarray(d.x_test[test], np.int32), d.y_test[test]
+    tf.keras.utils.set_random_seed(0)
+    model = {"keras": lambda: models.build("char_lstm"), "leaf": leaf_tf1_model,
+             "torch": lambda: models.build("char_lstm_torch")}[args.init]()
+    model.compile(tf.keras.optimizers.SGD(args.lr, momentum=args.momentum),
+                  tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    print(f"init {args.init}; plateau (commonest next character): "
+          f"{np.bincount(y_test).max() / len(y_test):.3f}", flush=True)
+    started = time.perf_counter()
+    for k in range(0, args.steps, 100):
+        ids = train[k * args.batch:(k + 100) * args.batch]
+        h = model.fit(np.asarray(d.x_train[ids], np.int32), d.y_train[ids],
+                      batch_size=args.batch, epochs=1, verbose=0)
+        loss, acc = model.evaluate(x_test, y_test, verbose=0, batch_size=500)
+        print(f"step {k + 100}: train loss {h.history['loss'][0]:.3f}, test loss {loss:.3f}, "
+              f"accuracy {acc:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
