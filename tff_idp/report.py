@@ -100,6 +100,19 @@ AVERAGED = "averaged_model_test_accuracy"
 CLIENT = "client_test_accuracy"
 
 
+def _second_metric_table(spec, cells, key: str, heading: str, text: str) -> List[str]:
+    """A report section tabulating a run's second accuracy ({seed: %} under ``key`` in the
+    cells: "averaged", "client"), for the methods that have it; none when no run has it."""
+    methods = [m for m in spec.methods
+               if any(c.get(key) for k, c in cells.items() if k[2] == m)]
+    if not methods:
+        return []
+    table, _ = train_table(dataclasses.replace(spec, methods=methods),
+                           {k: dict(c, acc=list(c.get(key, {}).values()))
+                            for k, c in cells.items()}, compare=False)
+    return [f"## {heading}", "", text, "", table, ""]
+
+
 class UnreadableRun(ValueError):
     """A complete-looking run folder whose files a report must not print from."""
 
@@ -618,27 +631,16 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         if unreadable:
             md += [f"Unreadable runs ({len(unreadable)}, counted as missing): " +
                    "; ".join(f"unreadable: {w}" for w in unreadable), ""]
-        if any(c.get("averaged") for c in cells.values()):
-            with_private = [m for m in spec.methods   # methods with a private part
-                            if any(c.get("averaged") for k, c in cells.items() if k[2] == m)]
-            text, _ = train_table(dataclasses.replace(spec, methods=with_private),
-                                  {k: dict(c, acc=list(c.get("averaged", {}).values()))
-                                   for k, c in cells.items()}, compare=False)
-            md += ["## The averaged model", "",
-                   "Test accuracy (%) at the last round of the model whose private part is "
-                   "the mean of every client's, on the whole test set (metrics.csv: "
-                   f"`{AVERAGED}`), beside the personalised accuracy above.", "", text, ""]
-        if any(c.get("client") for c in cells.values()):
-            tested = [m for m in spec.methods   # global models also tested client by client
-                      if any(c.get("client") for k, c in cells.items() if k[2] == m)]
-            text, _ = train_table(dataclasses.replace(spec, methods=tested),
-                                  {k: dict(c, acc=list(c.get("client", {}).values()))
-                                   for k, c in cells.items()}, compare=False)
-            md += ["## The global model on each client's classes", "",
-                   "Test accuracy (%) at the last round of the methods' one model on each "
-                   "client's own test examples (those of the classes it trains on), mean over "
-                   f"clients (metrics.csv: `{CLIENT}`): like for like with a personalised "
-                   "accuracy above.", "", text, ""]
+        md += _second_metric_table(
+            spec, cells, "averaged", "The averaged model",
+            "Test accuracy (%) at the last round of the model whose private part is the mean "
+            f"of every client's, on the whole test set (metrics.csv: `{AVERAGED}`), beside "
+            "the personalised accuracy above.")
+        md += _second_metric_table(
+            spec, cells, "client", "The global model on each client's classes",
+            "Test accuracy (%) at the last round of the methods' one model on each client's "
+            "own test examples (those of the classes it trains on), mean over clients "
+            f"(metrics.csv: `{CLIENT}`): like for like with a personalised accuracy above.")
         if spec.claims:
             from .harness import claims as claims_mod
             checked = claims_mod.check(spec.claims, cells)
