@@ -209,7 +209,7 @@ def main(argv=None) -> int:
         return 0
     if args.command == "collect":
         from .report import write_report
-        path = write_report(spec, args.scale)
+        path = write_report(whole, args.scale)      # the table's report, every cell
         missing = pending(units)
         print(f"report: {path}; {len(units) - len(missing)} of {len(units)} units complete")
         return 0
