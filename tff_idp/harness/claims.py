@@ -21,8 +21,9 @@ statistic per run: ``final`` is the reported accuracy (the table's number);
 ``client_final`` the last accuracy on each client's own test examples, mean over clients
 (a personalised method's reported accuracy; a global model's ``client_test_accuracy``,
 ``Method.client_tests``), so personalised and global methods compare like for like;
-``late_spread`` is the standard deviation of the round-to-round changes of the accuracy curve over the
-second half of training (in points; lower is steadier: paper 002's "more stable").
+``late_spread`` is the standard deviation of the round-to-round changes of the accuracy
+curve over the second half of training (in points; lower is steadier: paper 002's "more
+stable").
 
 Verdict, for each consecutive pair (a, b) of ``cells`` with d = mean(b) - mean(a) for
 "increasing" (a - b for "decreasing") and SE its standard error over the seeds: of the
