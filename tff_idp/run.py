@@ -292,8 +292,9 @@ def _run_table(args, stop) -> int:
                            progress=not args.quiet, force=args.force)
     if not args.no_report:
         from .report import write_report
-        # the table's report: every cell, also after a run of some (--only/--methods/--seeds)
-        out = write_report(whole, args.scale,
+        # the table's own report covers every cell, also after a run of some (--only,
+        # --methods, --seeds); one written elsewhere (--report-dir) covers what was chosen
+        out = write_report(spec if args.report_dir else whole, args.scale,
                            Path(args.report_dir) if args.report_dir else None, args.output_dir)
         print(main_table(out.read_text()))
         print(f"report: {out}", file=sys.stderr)

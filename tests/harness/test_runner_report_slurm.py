@@ -468,6 +468,12 @@ def test_force_retrains_the_selected_complete_runs_of_a_table(table):
             assert (after[u.label] != before[u.label]) == (u.method == "p_fedavg"), u.label
         before = after
     assert not pending(units)
-    # the report after a run of some methods is still the whole table's
+    # the table's own report after a run of some methods is still the whole table's; one
+    # written elsewhere (--report-dir) is of the part chosen
     report = (load_table(str(table)).out_root("smoke") / "report" / "report.md").read_text()
     assert "| digits | dp_fedavg |" in report and "| digits | p_fedavg |" in report
+    part = table.parent / "part"
+    assert _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
+                 "p_fedavg", "--report-dir", str(part)]).returncode == 0
+    report = (part / "report.md").read_text()
+    assert "| digits | p_fedavg |" in report and "dp_fedavg" not in report
