@@ -89,15 +89,17 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c["metric"] = s.get("headline_metric", "test_accuracy")
         if isinstance(s.get("peak_memory_bytes"), (int, float)):
             c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
-        if "averaged_model_final" in s:                  # {seed: accuracy %}
-            c.setdefault("averaged", {})[u.seed] = s["averaged_model_final"]
-        if "client_test_final" in s:                     # {seed: accuracy %}
-            c.setdefault("client", {})[u.seed] = s["client_test_final"]
+        for key, value in s.get("second_metrics", {}).items():   # {seed: accuracy %}
+            c.setdefault(key, {})[u.seed] = value
     return cells
 
 
 AVERAGED = "averaged_model_test_accuracy"
 CLIENT = "client_test_accuracy"
+# a run's second accuracies, by the report cells' key: paper 002's averaged model (every
+# client's private part averaged) and a global model on each client's classes
+# (Method.client_tests); the report takes each one's last value from metrics.csv
+SECOND_METRICS = {"averaged": AVERAGED, "client": CLIENT}
 
 
 def _second_metric_table(spec, cells, key: str, heading: str, text: str) -> List[str]:
@@ -157,16 +159,14 @@ def read_run(folder: Path):
             rows = list(csv.DictReader(f))
         curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
                  if r.get(metric) not in (None, "", "nan") else math.nan for r in rows]
-        # paper 002's second model: every client's private part averaged (its last value)
-        averaged = [100.0 * _fraction(r[AVERAGED], f"{AVERAGED} of round {r.get('round', '?')}")
-                    for r in rows if r.get(AVERAGED) not in (None, "", "nan")]
-        if averaged:
-            s = dict(s, averaged_model_final=averaged[-1])
-        # a global model also tested on each client's classes (Method.client_tests)
-        client = [100.0 * _fraction(r[CLIENT], f"{CLIENT} of round {r.get('round', '?')}")
-                  for r in rows if r.get(CLIENT) not in (None, "", "nan")]
-        if client:
-            s = dict(s, client_test_final=client[-1])
+        last = {}                        # each second accuracy the run records: its last
+        for key, column in SECOND_METRICS.items():
+            values = [100.0 * _fraction(r[column], f"{column} of round {r.get('round', '?')}")
+                      for r in rows if r.get(column) not in (None, "", "nan")]
+            if values:
+                last[key] = values[-1]
+        if last:
+            s = dict(s, second_metrics=last)
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
