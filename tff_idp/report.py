@@ -2,7 +2,8 @@
 
 Aggregates a table's results over seeds (mean and sample std), renders the table in the
 paper's shape with our number, the paper's number and the difference in each cell, as
-Markdown (``report.md``) and CSV (``report.csv``, one row per cell x method), and draws the
+Markdown (``report.md``) and CSV (``report.csv``, one row per cell x method; ``curves.csv``,
+each run's accuracy per round, from which ``--replot`` redraws the figure), and draws the
 table's figures as PNG: convergence curves (mean test accuracy per round, one line per
 method, one panel per data set) and Problem-1 rates against epsilon_1. ``noise`` and
 ``rates`` tables are computed (no training) at the paper's settings. Only complete results
@@ -680,6 +681,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "table's (docs/audit.md).", "",
                    _markdown(list(audits[0]), [list(r.values()) for r in audits]), ""]
         md += ["## Cost", ""] + cost_lines(spec, cells, scale)
+        _write_csv(out / CURVES, curve_rows(cells))
         if "convergence" in spec.figures:
             p = plot_convergence(spec, cells, out / "convergence.png", scale)
             if p:
@@ -719,6 +721,53 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     return out / "report.md"
 
 
+CURVES = "curves.csv"      # each run's accuracy per round, beside the report
+
+
+def curve_rows(cells: Dict[tuple, dict]) -> List[dict]:
+    """One row per complete run and round: what :func:`plot_convergence` draws (accuracy in
+    %, empty for a round not evaluated), so that the figure can be redrawn from the report's
+    folder alone (``--replot``), without the runs' results."""
+    rows = []
+    for (ds, col, m), c in cells.items():
+        flags = {"metric": c["metric"], "not_covered": "; ".join(sorted(c["not_covered"])),
+                 "data_note": "; ".join(sorted(c["notes"]))}
+        for seed, curve in zip(c.get("seeds", []), c["curves"]):
+            rows += [{"dataset": ds, "column": "" if col is None else col, "method": m,
+                      "seed": seed, "round": r, "accuracy": "" if math.isnan(a) else round(a, 4),
+                      **flags} for r, a in enumerate(curve, 1)]
+    return rows
+
+
+def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
+    """The cells :func:`plot_convergence` needs, read back from a report's ``curves.csv``
+    (:func:`curve_rows`); ConfigError (one line) when the file is missing or unreadable."""
+    columns = {"" if c is None else c: c for c in (spec.axis.labels if spec.axis else [None])}
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        runs: Dict[tuple, Dict[int, List[float]]] = {}
+        cells: Dict[tuple, dict] = {}
+        for r in rows:
+            key = (r["dataset"], columns.get(r["column"], r["column"]), r["method"])
+            c = cells.setdefault(key, {"curves": [], "metric": r["metric"],
+                                       "not_covered": set(), "notes": set()})
+            c["not_covered"] |= {r["not_covered"]} - {""}
+            c["notes"] |= {r["data_note"]} - {""}
+            curve = runs.setdefault(key, {}).setdefault(int(r["seed"]), [])
+            if int(r["round"]) != len(curve) + 1:
+                raise ValueError(f"round {r['round']} of {key} seed {r['seed']} out of order")
+            curve.append(float(r["accuracy"]) if r["accuracy"] else math.nan)
+    except FileNotFoundError:
+        raise ConfigError(f"--replot: {path} does not exist (reports written before "
+                          "curves.csv was kept cannot be redrawn without their runs)") from None
+    except (OSError, KeyError, ValueError) as e:
+        raise ConfigError(f"--replot: {path} is not a report's curves.csv ({e})") from None
+    for key, by_seed in runs.items():
+        cells[key]["curves"] = [by_seed[s] for s in sorted(by_seed)]
+    return cells
+
+
 def _write_csv(path: Path, rows: List[dict]) -> None:
     """``rows`` (dicts with the same keys) as CSV with a header; empty when there are none."""
     buf = io.StringIO()
@@ -749,14 +798,29 @@ def main(argv=None) -> int:
                    "are given as --set backend=... here)")
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="only these of the table's methods (comma-separated registry keys)")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw convergence.png in the report's folder from its "
+                   "curves.csv (no results needed; needs --report-dir for a report kept "
+                   "outside the results)")
     args = p.parse_args(argv)
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
         spec = with_overrides(spec, args.overrides)
         units = expand(spec, args.scale, args.output_dir)
+        if args.replot:
+            out = (Path(args.out) if args.out else
+                   spec.out_root(args.scale, args.output_dir) / "report")
+            cells = cells_from_curves(out / CURVES, spec)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.replot:
+        path = plot_convergence(spec, cells, out / "convergence.png", args.scale)
+        if path is None:
+            print(f"error: {out / CURVES} has no curve of {spec.name}", file=sys.stderr)
+            return 1
+        print(path)
+        return 0
     if spec.kind == "train" and not any(unit_complete(u) for u in units):
         print(f"error: no run of {spec.name} at scale {args.scale} is complete under "
               f"{spec.out_root(args.scale, args.output_dir)}; nothing to report (train them: "

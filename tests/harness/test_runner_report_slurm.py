@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from tff_idp.engine.loop import run_fingerprint
 from tff_idp.harness.runner import folder_state, pending
 from tff_idp.harness.table import expand, load_table
@@ -477,3 +479,32 @@ def test_force_retrains_the_selected_complete_runs_of_a_table(table):
                  "p_fedavg", "--report-dir", str(part)]).returncode == 0
     report = (part / "report.md").read_text()
     assert "| digits | p_fedavg |" in report and "dp_fedavg" not in report
+
+
+def test_replot_redraws_the_figure_from_the_reports_curves_alone(table, tmp_path):
+    from tff_idp import report
+    spec = load_table(str(table))
+    units = expand(spec, "paper")
+    for u in units:
+        _fake_result(u, 0.5 + 0.1 * u.seed, [0.3, float("nan"), 0.5 + 0.1 * u.seed])
+    out = tmp_path / "rep"
+    report.write_report(spec, "paper", out)
+    rows = list(csv.DictReader(open(out / "curves.csv")))
+    assert len(rows) == 3 * len(units) and {r["accuracy"] for r in rows if r["round"] == "2"} == {""}
+    cells = report.collect(units)
+    back = report.cells_from_curves(out / "curves.csv", spec)
+    assert set(back) == set(cells)
+    for key, c in cells.items():             # the same curves, seed by seed, nan kept
+        np.testing.assert_allclose(back[key]["curves"], c["curves"], equal_nan=True)
+        assert back[key]["metric"] == c["metric"]
+    for u in units:                          # the results go; the figure is redrawn
+        shutil.rmtree(u.folder)
+    (out / "convergence.png").unlink()
+    args = ["tff_idp.report", str(table), "--scale", "paper", "--report-dir", str(out)]
+    done = _run(args + ["--replot"])
+    assert done.returncode == 0, done.stderr
+    assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"
+    (out / "curves.csv").unlink()
+    refused = _run(args + ["--replot"])
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "curves.csv does not exist" in refused.stderr and not (out / "curves.csv").exists()
