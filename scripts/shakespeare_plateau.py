@@ -7,8 +7,11 @@ model: Keras' defaults (``char_lstm``), LEAF's TensorFlow 1 defaults (glorot-uni
 and combined LSTM kernels, forget bias 1; models/shakespeare/stacked_lstm.py) or PyTorch's
 defaults (``char_lstm_torch``). Prints the test loss and accuracy on 3,000 seeded test windows
 every 100 steps; the plateau is the commonest next character's share (16.5%, a space).
+``--task per-position`` trains TFF's task instead (every one of the 80 positions predicts
+the character after it; the accuracy over all positions, and LEAF's, the last position's).
 
     python scripts/shakespeare_plateau.py --init torch --steps 1500
+    python scripts/shakespeare_plateau.py --init torch --task per-position --steps 1500
 
 Evidence for docs/gdpfed.md ("Shakespeare: the unigram plateau"); it is not part of a run.
 """
@@ -49,6 +52,17 @@ def leaf_tf1_model(vocab: int = 80, hidden: int = 256):
         L.Dense(vocab)])
 
 
+def per_position(model):
+    """``model`` with its last LSTM returning every step and the dense layer applied at each
+    of the 80 positions (TFF's Shakespeare task: each position predicts the character after
+    it, 80 targets a window; tff.simulation.baselines.shakespeare), same weights' shapes."""
+    import tensorflow as tf
+    embedding, first, last, dense = model.layers        # the same layers and initial draws
+    last.return_sequences = True                          # read when the layer is called
+    inputs = tf.keras.Input((80,), dtype=tf.int32)
+    return tf.keras.Model(inputs, dense(last(first(embedding(inputs)))))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--init", choices=("keras", "leaf", "torch"), default="torch")
@@ -56,6 +70,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--task", choices=("next", "per-position"), default="next",
+                   help="next: LEAF's (the character after the 80); per-position: TFF's "
+                   "(each of the 80 positions predicts its next character)")
     p.add_argument("--data-root", default=str(ROOT / "datasets"))
     args = p.parse_args(argv)
     if args.steps < 100 or args.batch < 1:
@@ -69,23 +86,33 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     train = rng.choice(len(d.y_train), args.batch * args.steps, replace=False)
     test = rng.choice(len(d.y_test), 3000, replace=False)
-    x_test, y_test = np.asarray(d.x_test[test], np.int32), d.y_test[test]
+    def targets(x, y):          # per-position: the window shifted by one, then its next
+        x = np.asarray(x, np.int32)
+        return x, (y if args.task == "next" else np.concatenate([x[:, 1:], y[:, None]], 1))
+
+    x_test, y_test = targets(d.x_test[test], d.y_test[test])
     tf.keras.utils.set_random_seed(0)
     model = {"keras": lambda: models.build("char_lstm"), "leaf": leaf_tf1_model,
              "torch": lambda: models.build("char_lstm_torch")}[args.init]()
+    if args.task == "per-position":
+        model = per_position(model)
     model.compile(tf.keras.optimizers.SGD(args.lr, momentum=args.momentum),
                   tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
     print(f"init {args.init}; plateau (commonest next character): "
-          f"{np.bincount(y_test).max() / len(y_test):.3f}", flush=True)
+          f"{np.bincount(y_test.ravel()).max() / y_test.size:.3f}", flush=True)
     started = time.perf_counter()
     for k in range(0, args.steps, 100):
         ids = train[k * args.batch:(k + 100) * args.batch]
-        h = model.fit(np.asarray(d.x_train[ids], np.int32), d.y_train[ids],
+        h = model.fit(*targets(d.x_train[ids], d.y_train[ids]),
                       batch_size=args.batch, epochs=1, verbose=0)
         loss, acc = model.evaluate(x_test, y_test, verbose=0, batch_size=500)
+        last = ""
+        if args.task == "per-position":          # LEAF's metric: the 81st character only
+            pred = model.predict(x_test, verbose=0, batch_size=500)[:, -1].argmax(-1)
+            last = f", next-character accuracy {np.mean(pred == y_test[:, -1]):.3f}"
         print(f"step {k + 100}: train loss {h.history['loss'][0]:.3f}, test loss {loss:.3f}, "
-              f"accuracy {acc:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+              f"accuracy {acc:.3f}{last} ({time.perf_counter() - started:.0f} s)", flush=True)
     return 0
 
 

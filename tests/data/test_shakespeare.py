@@ -4,6 +4,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tff_idp.data import shakespeare
@@ -115,3 +116,26 @@ def test_cli_errors(tmp_path, args, needle):
     proc = _cli(args, tmp_path)
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+def test_every_position_targets_are_the_window_shifted_by_one(texts, tmp_path):
+    """TFF's task (``shakespeare-leaf-positions``): the same clients and windows as LEAF's,
+    and at every position the character after it; the last position's is LEAF's target."""
+    from tff_idp.data import sources
+    clients = shakespeare.build_clients(texts, min_lines=4, train_fraction=0.75)
+    shakespeare.write_store(clients, tmp_path / shakespeare.STORE, {})
+    leaf = sources.load("shakespeare-leaf", root=str(tmp_path))
+    every = sources.load("shakespeare-leaf-positions", root=str(tmp_path))
+    assert every.name == "shakespeare-leaf-positions" and every.num_classes == 80
+    assert every.y_train.shape == leaf.x_train.shape and every.y_test.shape == leaf.x_test.shape
+    np.testing.assert_array_equal(every.x_train, leaf.x_train)
+    for a, b in zip(every.clients, leaf.clients):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(every.y_train[:, -1], leaf.y_train)
+    np.testing.assert_array_equal(every.y_test[:, -1], leaf.y_test)
+    np.testing.assert_array_equal(every.y_train[:, :-1], every.x_train[:, 1:])
+    # windows never cross two clients: a client's last window's targets are its own text
+    first = clients[0]["train"]
+    last = every.clients[0][-1]
+    text = "".join(shakespeare.LEAF_VOCAB[i] for i in every.y_train[last])
+    assert first.endswith(text) and every.y_train.base is not None    # a view, not a copy

@@ -13,6 +13,13 @@ def test_cnn2_forward_flops_by_hand():
     assert cost.model_flops("cnn2", "fashion_mnist") == conv1 + conv2 + dense
 
 
+def test_char_lstm_flops_count_the_dense_layer_at_every_position_of_tffs_task():
+    lstm = 8 * (8 + 256) * 256 * 80 + 8 * (256 + 256) * 256 * 80
+    dense = 2 * 256 * 80
+    assert cost.model_flops("char_lstm", "shakespeare-leaf") == lstm + dense
+    assert cost.model_flops("char_lstm", "shakespeare-leaf-positions") == lstm + 80 * dense
+
+
 @pytest.mark.parametrize("chunk,chunks_per_round", [(64, 2), (120, 1), (30, 4)])
 def test_a_latency_bound_run_costs_its_chunk_steps(chunk, chunks_per_round):
     """digits' logistic model is far below the latency floor: every chunk-step costs the

@@ -17,6 +17,9 @@ CASES = {  # name: (kwargs, input shape, output shape, parameters)
     "simple_cnn": ({}, (2, 32, 32, 3), (2, 10), 27978),
     "char_lstm": ({}, (2, 80), (2, 80), 817872),
     "char_lstm_torch": ({}, (2, 80), (2, 80), 817872),
+    # TFF's task: the dense layer at every position, the same weights
+    "char_lstm@positions": ({"sequence_targets": True}, (2, 80), (2, 80, 80), 817872),
+    "char_lstm_torch@positions": ({"sequence_targets": True}, (2, 80), (2, 80, 80), 817872),
     "resnet18": ({}, (2, 32, 32, 3), (2, 10), 11173962),
     "resnet20": ({}, (2, 32, 32, 3), (2, 10), 272474),
 }

@@ -22,9 +22,15 @@ import tensorflow as tf
 from . import sparse_training
 
 
-def loss_fn(logits, labels):
-    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        labels, logits, from_logits=True))
+def example_losses(labels, logits, batch_dims: int = 1):
+    """Cross-entropy of each example, [batch] (``batch_dims`` 2: [K, batch]); with a target
+    at every position of a sequence (TFF's Shakespeare task) the mean over its positions, so
+    that an example's weight (padding) covers the whole sequence and the mean over examples
+    is the mean over every target."""
+    losses = tf.keras.losses.sparse_categorical_crossentropy(
+        tf.cast(labels, tf.int32), logits, from_logits=True)
+    extra = list(range(batch_dims, losses.shape.rank))
+    return tf.reduce_mean(losses, axis=extra) if extra else losses
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,8 +180,7 @@ class ClientTrainer:
                 if m is not None:
                     v.assign(p * m)
         with tf.GradientTape() as tape:
-            losses = tf.keras.losses.sparse_categorical_crossentropy(
-                y, model(x, training=True), from_logits=True)
+            losses = example_losses(y, model(x, training=True))
             if w is None:
                 loss, active = tf.reduce_mean(losses), tf.constant(1.0)
             else:
@@ -350,8 +355,7 @@ class ClientTrainer:
             with tf.GradientTape() as tape:
                 tape.watch(params)
                 fwd = params if masks is None else sparse_training.apply_masks(params, masks)
-                losses = tf.keras.losses.sparse_categorical_crossentropy(
-                    y, apply(fwd, x), from_logits=True)                        # [K, batch]
+                losses = example_losses(y, apply(fwd, x), batch_dims=2)       # [K, batch]
                 if ws is None:
                     loss, active = tf.reduce_mean(losses, axis=1), tf.ones([k])
                 else:

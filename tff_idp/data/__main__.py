@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         return 2
     try:
         if args.command == "build":
-            if args.name == "shakespeare-leaf":
+            if args.name in shakespeare.LEAF_NAMES:
                 print(_build_leaf(args))
             elif args.name in staging.SHIPPED:
                 print(f"{args.name}: ships with scikit-learn, nothing to build")
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
             except ConfigError as e:
                 print(f"error: {e}", file=sys.stderr)
                 return 2
-        disk = Path(args.root) / "shakespeare-leaf" if args.name == "shakespeare-leaf" else (
+        disk = Path(args.root) / shakespeare.STORE if args.name in shakespeare.LEAF_NAMES else (
             Path(args.root) / "built" / args.name if args.name in FEDERATED else None)
         for k, v in stats(d, partition, disk).items():
             print(f"{k}: {v}")

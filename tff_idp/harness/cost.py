@@ -39,11 +39,13 @@ COHORT_EFFICIENCY = 0.65          # cohort-batched training against one dense ba
 TRAIN_SIZES = {"fashion_mnist": 60000, "svhn_cropped": 73257, "cifar10": 50000,
                "cifar100": 50000, "emnist_digits": 240000, "emnist": 697932,
                "femnist": 341873, "femnist62": 671585, "tff_cifar100": 50000,
-               "shakespeare-leaf": 2982449, "tff_shakespeare": 2982449, "adult": 32561,
+               "shakespeare-leaf": 2982449, "tff_shakespeare": 2982449,
+               "shakespeare-leaf-positions": 2982449, "adult": 32561,
                "digits": 1437, "adult-standin": 455}
 TEST_SIZES = {"fashion_mnist": 10000, "svhn_cropped": 26032, "cifar10": 10000,
               "cifar100": 10000, "emnist_digits": 40000, "emnist": 116323, "femnist": 40832,
               "femnist62": 77483, "tff_cifar100": 10000, "shakespeare-leaf": 672236,
+              "shakespeare-leaf-positions": 672236,
               "tff_shakespeare": 672236, "adult": 16281, "digits": 360, "adult-standin": 114}
 
 _FLOPS_CACHE: Dict[tuple, float] = {}
@@ -54,8 +56,9 @@ def forward_flops(model) -> float:
     total = 0.0
     for layer in model.layers:
         kind = type(layer).__name__
-        if kind == "Dense":
-            total += 2.0 * int(layer.kernel.shape[0]) * int(layer.kernel.shape[1])
+        if kind == "Dense":           # at every position of a sequence input
+            positions = int(np.prod(layer.input.shape[1:-1]))
+            total += 2.0 * int(layer.kernel.shape[0]) * int(layer.kernel.shape[1]) * positions
         elif kind == "Conv2D":
             kh, kw, cin, cout = (int(d) for d in layer.kernel.shape)
             h, w = (int(d) for d in layer.output.shape[1:3])
@@ -76,8 +79,9 @@ def model_flops(model_name: str, dataset: str) -> float:
         from ..data.synthetic import SHAPES
         real = dataset.split(":", 1)[-1]
         shape, classes = SHAPES.get(real, ((64,), 10))
-        if shape == "text":
-            m = models.build(model_name, vocab_size=classes, seq_len=80, num_classes=classes)
+        if shape in ("text", "positions"):
+            m = models.build(model_name, vocab_size=classes, seq_len=80, num_classes=classes,
+                             sequence_targets=shape == "positions")
         else:
             m = models.build(model_name, input_shape=shape, input_dim=int(np.prod(shape)),
                              num_classes=classes)

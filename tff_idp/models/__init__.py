@@ -107,17 +107,21 @@ def simple_cnn(input_shape=(32, 32, 3), num_classes: int = 10, **_):
     return tf.keras.Sequential(layers)
 
 
-def char_lstm(vocab_size: int = 80, seq_len: int = 80, **_):
+def char_lstm(vocab_size: int = 80, seq_len: int = 80, sequence_targets: bool = False, **_):
     """LEAF's Shakespeare model: embedding 8, two LSTM(256), dense over the vocabulary on the
-    last step (the next character after 80): 817,872 parameters for LEAF's 80 characters."""
+    last step (the next character after 80): 817,872 parameters for LEAF's 80 characters.
+    ``sequence_targets`` (a data set with a target at every position, TFF's task): the dense
+    layer at every step, the same weights."""
     tf = _tf()
     L = tf.keras.layers
     return tf.keras.Sequential([
         tf.keras.Input((seq_len,), dtype=tf.int32), L.Embedding(vocab_size, 8),
-        L.LSTM(256, return_sequences=True), L.LSTM(256), L.Dense(vocab_size)])
+        L.LSTM(256, return_sequences=True), L.LSTM(256, return_sequences=sequence_targets),
+        L.Dense(vocab_size)])
 
 
-def char_lstm_torch(vocab_size: int = 80, seq_len: int = 80, hidden: int = 256, **_):
+def char_lstm_torch(vocab_size: int = 80, seq_len: int = 80, hidden: int = 256,
+                    sequence_targets: bool = False, **_):
     """LEAF's Shakespeare model (:func:`char_lstm`'s layers and 817,872 parameters) with
     PyTorch's default initialisers, as its PyTorch ports have it: ``nn.Embedding`` N(0, 1);
     ``nn.LSTM`` every weight U(-1/sqrt(256), 1/sqrt(256)) and its two biases likewise (Keras
@@ -125,7 +129,8 @@ def char_lstm_torch(vocab_size: int = 80, seq_len: int = 80, hidden: int = 256, 
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias. Keras' own initialisers
     (:func:`char_lstm`: embedding U(-0.05, 0.05)) leave the model on the unigram plateau
     under GDPFed's Shakespeare optimiser (SGD, lr 0.1, momentum 0.9, batch 4) for the
-    paper's number of steps (docs/gdpfed.md, Shakespeare)."""
+    paper's number of steps (docs/gdpfed.md, Shakespeare). ``sequence_targets`` as for
+    :func:`char_lstm`."""
     tf = _tf()
     L = tf.keras.layers
     bound = 1.0 / hidden ** 0.5
@@ -146,7 +151,8 @@ def char_lstm_torch(vocab_size: int = 80, seq_len: int = 80, hidden: int = 256, 
     return tf.keras.Sequential([
         tf.keras.Input((seq_len,), dtype=tf.int32),
         L.Embedding(vocab_size, 8, embeddings_initializer=normal),
-        L.LSTM(hidden, return_sequences=True, **lstm), L.LSTM(hidden, **lstm),
+        L.LSTM(hidden, return_sequences=True, **lstm),
+        L.LSTM(hidden, return_sequences=sequence_targets, **lstm),
         L.Dense(vocab_size, kernel_initializer=uniform, bias_initializer=uniform)])
 
 
