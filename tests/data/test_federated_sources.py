@@ -18,6 +18,9 @@ def root(tmp_path_factory):
     tff_sqlite.emnist_db(r / "tff" / "emnist_all.sqlite")
     tff_sqlite.shakespeare_db(r / "tff" / "shakespeare.sqlite")
     tff_sqlite.cifar100_db(r / "tff" / "cifar100.sqlite")
+    lines = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n"
+    shakespeare.write_store([{"client": f"hamlet/{who}", "train": lines * 3, "test": lines * 2}
+                             for who in ("HAMLET", "OPHELIA")], r / shakespeare.STORE, {})
     return r
 
 
@@ -155,6 +158,9 @@ def test_test_examples_subsamples_the_test_set():
 @pytest.mark.parametrize("dataset,model,extra", [
     ("femnist", "cnn2", ["partition=\"natural\"", "num_clients=4"]),
     ("tff_shakespeare", "char_lstm", ["partition=\"natural\"", "num_clients=2"]),
+    # TFF's task on the LEAF build: int8 targets of a text view, on the TFF backend
+    ("shakespeare-leaf-positions", "char_lstm_torch", ["partition=\"natural\"",
+                                                       "num_clients=2"]),
     ("adult-standin", "logistic", ["partition=\"shards\"", "num_clients=40"])])
 def test_a_round_runs_on_each_new_source(root, dataset, model, extra):
     from tff_idp.engine.loop import run_method

@@ -192,7 +192,7 @@ def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: i
     Returned as arrays (x, y); both backends batch these same arrays."""
     ids, order = client_example_order(exp, client, rnd, phase, index)
     x = exp.data.x_train[ids[order]].astype(input_dtype(exp.data).as_numpy_dtype)
-    return x, exp.data.y_train[ids[order]]
+    return x, exp.data.y_train[ids[order]].astype(np.int32)    # int8 targets of a text view
 
 
 def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int, once=None):
@@ -208,7 +208,7 @@ def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int, on
     ids, order = client_example_order(exp, client, rnd, phase, index)
     if once is None:
         once = (exp.data.x_train[ids].astype(input_dtype(exp.data).as_numpy_dtype),
-                exp.data.y_train[ids])
+                exp.data.y_train[ids].astype(np.int32))
     return once[0], once[1], order.astype(np.int64)
 
 
