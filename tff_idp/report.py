@@ -799,9 +799,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="only these of the table's methods (comma-separated registry keys)")
     p.add_argument("--replot", action="store_true",
-                   help="only redraw convergence.png in the report's folder from its "
-                   "curves.csv (no results needed; needs --report-dir for a report kept "
-                   "outside the results)")
+                   help="only redraw convergence.png in the report's folder (the default "
+                   "one or --report-dir) from its curves.csv; the runs' results are not read")
     args = p.parse_args(argv)
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
