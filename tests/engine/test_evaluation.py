@@ -111,3 +111,23 @@ def test_curve_rounds_evaluate_a_seeded_subset_and_the_last_round_the_whole_test
     again = loop.curve_test_set(exp.data.x_test, exp.data.y_test, 37, exp.cfg.seed)
     assert np.array_equal(again[0], x_sub)
     assert summary["test_examples"] == n and summary["curve_test_examples"] == 37
+
+
+def test_evaluate_in_pieces_is_the_whole_sets_loss_and_accuracy(monkeypatch):
+    """evaluate() holds the logits of EVAL_PIECE examples at a time (TFF's Shakespeare task:
+    80 x 80 logits a window); pieces, a short last one, and targets per position give the
+    numbers of one pass over everything."""
+    import tensorflow as tf
+    from tff_idp import models
+    from tff_idp.engine import evaluation
+    rng = np.random.default_rng(3)
+    model = models.build("char_lstm", vocab_size=7, seq_len=5, sequence_targets=True)
+    x = rng.integers(0, 7, (23, 5)).astype(np.int8)
+    y = rng.integers(0, 7, (23, 5)).astype(np.int8)
+    logits = model(x.astype(np.int32)).numpy()
+    loss = float(tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+        y.astype(np.int32), logits, from_logits=True)))
+    acc = float(np.mean(logits.argmax(-1) == y))
+    monkeypatch.setattr(evaluation, "EVAL_PIECE", 10)
+    got = evaluation.evaluate(model, x, y, batch=4)
+    np.testing.assert_allclose(got, (loss, acc), rtol=1e-5)

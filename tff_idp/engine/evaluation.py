@@ -17,14 +17,22 @@ import numpy as np
 import tensorflow as tf
 
 
+EVAL_PIECE = 10_000        # examples whose logits are held at once
+
+
 def evaluate(model, x, y, batch: int = 1000):
     """(mean cross-entropy, accuracy) of ``model`` on (x, y), in batches, through one traced
     forward pass per model (graph mode: a paper-scale run evaluates 10,000 images every
     round, which eager Keras calls made a third of the run)."""
-    logits = _logits(model, x, batch)
-    loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
-        np.asarray(y, np.int32), logits, from_logits=True))
-    return float(loss), float(np.mean(np.argmax(logits, -1) == y))   # every target
+    loss_sum, correct, targets = 0.0, 0, 0
+    for a in range(0, len(x), EVAL_PIECE):    # logits of a piece at a time: memory (TFF's
+        logits = _logits(model, x[a:a + EVAL_PIECE], batch)   # task: 80 x 80 per window)
+        yy = np.asarray(y[a:a + EVAL_PIECE], np.int32)
+        loss_sum += float(tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
+            yy, logits, from_logits=True)))
+        correct += int(np.sum(np.argmax(logits, -1) == yy))          # every target
+        targets += yy.size
+    return loss_sum / max(targets, 1), correct / max(targets, 1)
 
 
 def _logits(model, x, batch: int = 1000) -> np.ndarray:
