@@ -591,11 +591,17 @@ def audit_rows(cells: Dict[tuple, dict]) -> List[dict]:
     return out
 
 
+def report_dir(spec: TableSpec, scale: str, output_dir: Optional[str] = None,
+               out: Optional[Path] = None) -> Path:
+    """``out``, or the table's own report folder: <results>/<table>/<scale>/report."""
+    return Path(out) if out is not None else spec.out_root(scale, output_dir) / "report"
+
+
 def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                  output_dir: Optional[str] = None) -> Path:
     """The report of ``spec`` at ``scale`` from the results under ``output_dir`` (default the
     table's own), written to ``out`` (default <results>/<table>/<scale>/report)."""
-    out = Path(out) if out is not None else spec.out_root(scale, output_dir) / "report"
+    out = report_dir(spec, scale, output_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
     if spec.overrides:
@@ -807,8 +813,7 @@ def main(argv=None) -> int:
         spec = with_overrides(spec, args.overrides)
         units = expand(spec, args.scale, args.output_dir)
         if args.replot:
-            out = (Path(args.out) if args.out else
-                   spec.out_root(args.scale, args.output_dir) / "report")
+            out = report_dir(spec, args.scale, args.output_dir, args.out or None)
             cells = cells_from_curves(out / CURVES, spec)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
