@@ -374,8 +374,8 @@ def _legend_below(fig, handles, labels) -> None:
 
 def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                      ) -> Optional[Path]:
-    """Mean test accuracy per round over seeds (a band of one std), one panel per data set in
-    a grid of at most three columns, methods by their papers' names (with † where the ledger
+    """Mean test accuracy per round over seeds (a band of one std), one panel per data set (or
+    per data set and group of columns, ``[axis] panels``) in a grid of at most three columns, methods by their papers' names (with † where the ledger
     does not cover the run), the paper's final value as a star at the last round where it
     has one (smoke scale: none); the y axis names the metric (personalised accuracy for
     methods evaluated on each client's own model); the title, wrapped, says the scale and
@@ -384,17 +384,20 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     from matplotlib.ticker import MaxNLocator
     from .methods import paper_name
     datasets = list(spec.datasets)
-    ncols = min(3, len(datasets))
-    nrows = -(-len(datasets) // ncols)
+    columns = spec.axis.labels if spec.axis else [None]
+    groups = (spec.axis.panels or {"": columns}) if spec.axis else {"": columns}
+    layout = [(ds, f"{ds}: {title}" if title else ds, members)
+              for ds in datasets for title, members in groups.items()]
+    ncols = min(3, len(layout))
+    nrows = -(-len(layout) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.4, 4.4 * ncols), 3.6 * nrows + 0.6),
                              squeeze=False)
     panels = list(axes.flat)
-    for ax in panels[len(datasets):]:
+    for ax in panels[len(layout):]:
         ax.set_visible(False)
     drawn, synthetic = False, False
-    columns = spec.axis.labels if spec.axis else [None]
-    for ax, ds in zip(panels, datasets):
-        pairs = [(col, m) for col in columns for m in spec.methods_of(ds, col)]
+    for ax, (ds, panel_title, members) in zip(panels, layout):
+        pairs = [(col, m) for col in members for m in spec.methods_of(ds, col)]
         metrics, last_round = set(), 0
         for col, m in pairs:
             c = cells.get((ds, col, m))
@@ -420,7 +423,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             if isinstance(paper, (int, float)):
                 _paper_star(ax, x[-1], paper, line.get_color())
             drawn = True
-        ax.set_title(ds)
+        ax.set_title(panel_title)
         if last_round:                   # rounds 1..T, also when only the last was evaluated
             ax.set_xlim(0.5, last_round + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -431,7 +434,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
         plt.close(fig)
         return None
     handles, labels = panels[0].get_legend_handles_labels()
-    for ax in panels[1:len(datasets)]:
+    for ax in panels[1:len(layout)]:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in labels:
                 handles.append(h)

@@ -441,6 +441,39 @@ def test_convergence_panels_are_a_grid_with_the_metric_named(tmp_path, monkeypat
     assert len(star) == 1 and list(star[0].get_xdata()) == [3]
 
 
+def test_axis_panels_split_a_data_sets_columns_into_titled_panels(tmp_path, monkeypatch):
+    """``[axis] panels``: a paper figure's (a) and (b) side by side (MS-PAFL's WOR and WR
+    curves of a p nearly coincide: in one panel the later hid the earlier); a column may be
+    in several panels (the baseline), and the legend names each curve once."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tff_idp import report
+    from .conftest import tiny_table
+    path = tiny_table(tmp_path)
+    path.write_text(path.read_text().replace(
+        'values = [1.0, 2.0]', 'values = [1.0, 2.0]\n'
+        'panels = { "(a) one" = ["1x"], "(b) both" = ["1x", "2x"] }'))
+    spec = load_table(str(path))
+    cells = {("digits", col, m): {"curves": [[50.0, 60.0]], "notes": set(),
+                                  "metric": "test_accuracy", "not_covered": set()}
+             for col in ("1x", "2x") for m in ("p_fedavg", "dp_fedavg")}
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, out, **kw):
+        seen["panels"] = {a.get_title(): [l.get_label() for l in a.get_lines()]
+                          for a in fig.axes if a.get_visible()}
+        seen["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
+        return real_savefig(fig, out, **kw)
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    report.plot_convergence(spec, cells, tmp_path / "c.png", "smoke")
+    assert seen["panels"] == {
+        "digits: (a) one": ["P-FedAvg, 1x", "DP-FedAvg, 1x"],
+        "digits: (b) both": ["P-FedAvg, 1x", "DP-FedAvg, 1x", "P-FedAvg, 2x", "DP-FedAvg, 2x"]}
+    assert seen["legend"] == ["P-FedAvg, 1x", "DP-FedAvg, 1x", "P-FedAvg, 2x", "DP-FedAvg, 2x"]
+
+
 def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
     """Issue 34: --methods / --only restrict the array to those units; each array index is
     still the unit's index in the whole table, which is what the task expands."""

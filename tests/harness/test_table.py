@@ -113,6 +113,9 @@ def test_smoke_caps_a_personal_phase_only_where_a_method_has_one():
     (('title = "Tiny table"', 'title = "Tiny table"\ncolour = "red"'), "table.colour"),
     (('labels = ["1x", "2x"]', 'labels = ["1x"]'), "axis.labels"),
     (("rounds = 3", "rounds = -3"), "rounds=-3"),
+    (('values = [1.0, 2.0]', 'values = [1.0, 2.0]\npanels = { a = ["1x", "3x"] }'),
+     "axis.panels.a='3x': is not one of the axis labels"),
+    (('values = [1.0, 2.0]', 'values = [1.0, 2.0]\npanels = ["1x"]'), "axis.panels"),
 ])
 def test_bad_tables_are_one_line_errors(tmp_path, edit, needle):
     path = tiny_table(tmp_path)

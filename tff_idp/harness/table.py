@@ -161,6 +161,9 @@ class Axis:
     labels: List[str]
     values: list
     mode: str = "set"
+    # the convergence figure's panels of a data set: {panel title: [axis labels]} (None: one
+    # panel with every column), e.g. a paper figure's (a) and (b) side by side
+    panels: Optional[Dict[str, List[str]]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,9 +371,9 @@ def load_table(path: str) -> TableSpec:
     axis = None
     if "axis" in raw:
         a = raw["axis"]
-        if set(a) - {"key", "labels", "values", "mode"}:
-            _fail("axis", sorted(set(a) - {"key", "labels", "values", "mode"})[0],
-                  "unknown key; valid: key, labels, values, mode")
+        if set(a) - {"key", "labels", "values", "mode", "panels"}:
+            _fail("axis", sorted(set(a) - {"key", "labels", "values", "mode", "panels"})[0],
+                  "unknown key; valid: key, labels, values, mode, panels")
         keys = {f.name for f in dataclasses.fields(ExperimentConfig)}
         if a.get("key") != "*" and a.get("key") not in keys:
             _fail("axis.key", a.get("key"), "is not a config key (or '*')")
@@ -384,7 +387,18 @@ def load_table(path: str) -> TableSpec:
             _fail("axis.labels", labels, f"needs {len(values)} labels, one per value")
         if a.get("mode", "set") not in ("set", "scale"):
             _fail("axis.mode", a.get("mode"), "must be 'set' or 'scale'")
-        axis = Axis(a["key"], [str(x) for x in labels], values, a.get("mode", "set"))
+        panels = a.get("panels")
+        if panels is not None:
+            if not isinstance(panels, dict) or not panels or not all(
+                    isinstance(v, list) and v for v in panels.values()):
+                _fail("axis.panels", panels, "must be a table {panel title = [axis labels]}")
+            for title, members in panels.items():
+                for lab in members:
+                    if str(lab) not in [str(x) for x in labels]:
+                        _fail(f"axis.panels.{title}", lab, "is not one of the axis labels")
+        axis = Axis(a["key"], [str(x) for x in labels], values, a.get("mode", "set"),
+                    {str(k): [str(x) for x in v] for k, v in panels.items()} if panels
+                    else None)
     figures = t.get("figures", [])
     for f in figures:
         if f not in ("convergence", "rates"):
