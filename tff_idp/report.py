@@ -369,7 +369,8 @@ def _legend_below(fig, handles, labels) -> None:
     ncol = max(1, min(len(labels), int(fig.get_figwidth() // max(1.6, column))))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     rows = -(-len(labels) // ncol)
-    fig.tight_layout(rect=(0, 0.055 * rows + 0.02, 1, 1))
+    # a legend row is about 0.25 inch at fontsize 8, whatever the figure's height
+    fig.tight_layout(rect=(0, (0.25 * rows + 0.12) / fig.get_figheight(), 1, 1))
 
 
 def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
@@ -378,7 +379,8 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     per data set and group of columns, ``[axis] panels``) in a grid of at most three columns, methods by their papers' names (with † where the ledger
     does not cover the run), the paper's final value as a star at the last round where it
     has one (smoke scale: none); the y axis names the metric (personalised accuracy for
-    methods evaluated on each client's own model); the title, wrapped, says the scale and
+    methods evaluated on each client's own model); a panel with no complete run says so;
+    the title, wrapped, says the scale and
     when the data were synthetic stand-ins; the legend sits below the panels."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
@@ -424,6 +426,12 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                 _paper_star(ax, x[-1], paper, line.get_color())
             drawn = True
         ax.set_title(panel_title)
+        if not last_round:               # no complete run of this panel's cells yet
+            ax.text(0.5, 0.5, "no complete run yet", ha="center", va="center",
+                    transform=ax.transAxes, color="grey")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
         if last_round:                   # rounds 1..T, also when only the last was evaluated
             ax.set_xlim(0.5, last_round + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -472,6 +472,15 @@ def test_axis_panels_split_a_data_sets_columns_into_titled_panels(tmp_path, monk
         "digits: (a) one": ["P-FedAvg, 1x", "DP-FedAvg, 1x"],
         "digits: (b) both": ["P-FedAvg, 1x", "DP-FedAvg, 1x", "P-FedAvg, 2x", "DP-FedAvg, 2x"]}
     assert seen["legend"] == ["P-FedAvg, 1x", "DP-FedAvg, 1x", "P-FedAvg, 2x", "DP-FedAvg, 2x"]
+    # a panel none of whose runs is complete says so rather than showing empty 0-1 axes
+    seen.clear()
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, out, **kw: seen.update(texts={
+        a.get_title(): [t.get_text() for t in a.texts] for a in fig.axes if a.get_visible()}))
+    spec.axis.panels["(c) two"] = ["2x"]
+    report.plot_convergence(spec, {k: v for k, v in cells.items() if k[1] == "1x"},
+                            tmp_path / "d.png", "smoke")
+    assert seen["texts"] == {"digits: (a) one": [], "digits: (b) both": [],
+                             "digits: (c) two": ["no complete run yet"]}
 
 
 def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
