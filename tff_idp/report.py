@@ -376,12 +376,13 @@ def _legend_below(fig, handles, labels) -> None:
 def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                      ) -> Optional[Path]:
     """Mean test accuracy per round over seeds (a band of one std), one panel per data set (or
-    per data set and group of columns, ``[axis] panels``) in a grid of at most three columns, methods by their papers' names (with † where the ledger
-    does not cover the run), the paper's final value as a star at the last round where it
-    has one (smoke scale: none); the y axis names the metric (personalised accuracy for
-    methods evaluated on each client's own model); a panel with no complete run says so;
-    the title, wrapped, says the scale and
-    when the data were synthetic stand-ins; the legend sits below the panels."""
+    per data set and group of columns, ``[axis] panels``) in a grid of at most three
+    columns, methods by their papers' names (with † where the ledger does not cover the
+    run), the paper's final value as a star at the last round where it has one (smoke
+    scale: none); the y axis names the metric (personalised accuracy for methods evaluated
+    on each client's own model); a panel with no complete run says so; the title, wrapped,
+    says the scale and when the data were synthetic stand-ins; the legend sits below the
+    panels."""
     plt = _plt()
     from matplotlib.ticker import MaxNLocator
     from .methods import paper_name
@@ -432,8 +433,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             ax.set_xticks([])
             ax.set_yticks([])
             continue
-        if last_round:                   # rounds 1..T, also when only the last was evaluated
-            ax.set_xlim(0.5, last_round + 0.5)
+        ax.set_xlim(0.5, last_round + 0.5)   # rounds 1..T, also when only the last was evaluated
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("round")
         ax.set_ylabel(_accuracy_label(metrics))
