@@ -17,7 +17,8 @@ A table file is TOML with a ``[table]`` section::
 
     [base]                            # config keys shared by every cell (ExperimentConfig)
     [datasets.FMNIST]                 # one block per data set: its keys (paper's Table I)
-    [axis]                            # optional swept key: key, labels, values, mode
+    [axis]                            # optional swept key: key, labels, values, mode,
+                                      # panels (the convergence figure's: {title = [labels]})
     [reference.FMNIST]                # the paper's numbers: method = value, or with an axis
                                       # [reference.FMNIST.dp_fedavg] "label" = value
 
