@@ -388,7 +388,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     from .methods import paper_name
     datasets = list(spec.datasets)
     columns = spec.axis.labels if spec.axis else [None]
-    groups = (spec.axis.panels or {"": columns}) if spec.axis else {"": columns}
+    groups = (spec.axis.panels if spec.axis else None) or {"": columns}
     layout = [(ds, f"{ds}: {title}" if title else ds, members)
               for ds in datasets for title, members in groups.items()]
     ncols = min(3, len(layout))

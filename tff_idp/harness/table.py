@@ -167,6 +167,9 @@ class Axis:
     panels: Optional[Dict[str, List[str]]] = None
 
 
+AXIS_KEYS = ("key", "labels", "values", "mode", "panels")     # what an [axis] may hold
+
+
 @dataclasses.dataclass(frozen=True)
 class Unit:
     """One run: a cell (data set label, axis label) x method x seed."""
@@ -372,9 +375,9 @@ def load_table(path: str) -> TableSpec:
     axis = None
     if "axis" in raw:
         a = raw["axis"]
-        if set(a) - {"key", "labels", "values", "mode", "panels"}:
-            _fail("axis", sorted(set(a) - {"key", "labels", "values", "mode", "panels"})[0],
-                  "unknown key; valid: key, labels, values, mode, panels")
+        if set(a) - set(AXIS_KEYS):
+            _fail("axis", sorted(set(a) - set(AXIS_KEYS))[0],
+                  f"unknown key; valid: {', '.join(AXIS_KEYS)}")
         keys = {f.name for f in dataclasses.fields(ExperimentConfig)}
         if a.get("key") != "*" and a.get("key") not in keys:
             _fail("axis.key", a.get("key"), "is not a config key (or '*')")
@@ -388,18 +391,18 @@ def load_table(path: str) -> TableSpec:
             _fail("axis.labels", labels, f"needs {len(values)} labels, one per value")
         if a.get("mode", "set") not in ("set", "scale"):
             _fail("axis.mode", a.get("mode"), "must be 'set' or 'scale'")
+        labels = [str(x) for x in labels]
         panels = a.get("panels")
         if panels is not None:
             if not isinstance(panels, dict) or not panels or not all(
                     isinstance(v, list) and v for v in panels.values()):
                 _fail("axis.panels", panels, "must be a table {panel title = [axis labels]}")
+            panels = {str(k): [str(x) for x in v] for k, v in panels.items()}
             for title, members in panels.items():
                 for lab in members:
-                    if str(lab) not in [str(x) for x in labels]:
+                    if lab not in labels:
                         _fail(f"axis.panels.{title}", lab, "is not one of the axis labels")
-        axis = Axis(a["key"], [str(x) for x in labels], values, a.get("mode", "set"),
-                    {str(k): [str(x) for x in v] for k, v in panels.items()} if panels
-                    else None)
+        axis = Axis(a["key"], labels, values, a.get("mode", "set"), panels)
     figures = t.get("figures", [])
     for f in figures:
         if f not in ("convergence", "rates"):
