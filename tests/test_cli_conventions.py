@@ -53,11 +53,27 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--model", "char_lstm", "--chunk", "0"], "--chunk=0: must be >= 1"),
     (["--eval-examples", "0"], "--eval-examples=0: must be >= 1"),
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
-    (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1")])
+    (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1"),
+    (["--sequence-targets"], "--sequence-targets: needs --model char_lstm or char_lstm_torch, "
+                             "not 'cnn2'")])
 def test_bad_bench_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):
     assert bench.main(flags + ["--out", str(tmp_path / "b.json")]) == 2
     _one_line_error(capfd, needle)
     assert not (tmp_path / "b.json").exists()
+
+
+def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys):
+    """The Shakespeare cells' task (a target at every position, PyTorch's initialisers) on
+    the fast backend, the ceiling and evaluation, at tiny sizes."""
+    import json
+    out = tmp_path / "b.json"
+    assert bench.main(["--model", "char_lstm_torch", "--sequence-targets", "--clients", "2",
+                       "--steps", "1", "--only", "fast,ceiling,eval", "--eval-examples", "8",
+                       "--rounds", "1", "--warmup", "0", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["seconds_per_round"]) == {"ours_fast", "ceiling"}
+    assert result["eval_seconds_per_1000"] > 0 and result["modes"]["ours_fast"] == "cohort"
+    assert "a target at every position" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("module", ["tff_idp.report", "tff_idp.bench", "tff_idp.data",

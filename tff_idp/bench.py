@@ -5,7 +5,9 @@ compute ceiling, on one configuration, in one process.
 Default: GDPFed's FMNIST setting (2-layer CNN of 582k parameters, 120 clients per round,
 5 local steps, batch 10) on synthetic 28x28x1 inputs. ``--model char_lstm``: its Shakespeare
 setting (Table I: 71 clients per round = 10% of 712, 30 local steps of batch 4, momentum 0.9)
-on synthetic 80-character sequences, and the ``eval`` runner times evaluation's forward pass
+on synthetic 80-character sequences (``--model char_lstm_torch``: the same layers with PyTorch's
+initialisers; ``--sequence-targets``: a target at every position, TFF's task, which the
+Shakespeare cells run), and the ``eval`` runner times evaluation's forward pass
 over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``). Each
 runner gets ``--warmup`` rounds, then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
 example-steps as plain TF training steps at batch ``clients * batch``. Prints a table, writes
@@ -37,7 +39,8 @@ import numpy as np
 RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling", "eval")
 IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20")
 # per model: (clients per round, local steps, batch, momentum) of its GDPFed Table I column
-SETTINGS = {"char_lstm": (71, 30, 4, 0.9)}
+SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
+TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
 
 
@@ -47,9 +50,12 @@ def _bad_argument(args):
     from . import models
     if args.model is not None and args.model not in models.MODELS:
         return f"--model={args.model!r}: choose from {', '.join(sorted(models.MODELS))}"
-    if args.method is None and args.model not in (None, "char_lstm") + IMAGE_MODELS:
-        return (f"--model={args.model!r}: the bench has inputs for image models and "
-                "char_lstm only")
+    if args.method is None and args.model not in (None,) + TEXT_MODELS + IMAGE_MODELS:
+        return (f"--model={args.model!r}: the bench has inputs for image models, "
+                "char_lstm and char_lstm_torch only")
+    if args.sequence_targets and args.model not in TEXT_MODELS:
+        return (f"--sequence-targets: needs --model char_lstm or char_lstm_torch, "
+                f"not {args.model or 'cnn2'!r}")
     for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs", "chunk",
                 "eval_examples"):
         value = getattr(args, key)
@@ -85,11 +91,14 @@ def main(argv=None) -> int:
     p.add_argument("--head-epochs", type=int, default=15,
                    help="--method: head fine-tuning epochs per round (paper 001: 15)")
     p.add_argument("--steps", type=int, default=None,
-                   help="local steps per client (default 5; char_lstm 30)")
+                   help="local steps per client (default 5; char_lstm(_torch) 30)")
     p.add_argument("--batch", type=int, default=None,
-                   help="client batch size (default 10; char_lstm 4)")
+                   help="client batch size (default 10; char_lstm(_torch) 4)")
     p.add_argument("--chunk", type=int, default=None,
                    help="fast backend: clients trained at once (fast_chunk_size; default 64)")
+    p.add_argument("--sequence-targets", action="store_true",
+                   help="char_lstm(_torch): a target at every one of the 80 positions "
+                        "(TFF's task, the Shakespeare cells'), not only after the last")
     p.add_argument("--eval-examples", type=int, default=10_000,
                    help="eval runner: test examples evaluated (default 10000)")
     p.add_argument("--rounds", type=int, default=3,
@@ -141,19 +150,21 @@ def _bench(args, only, tff):
     from .engine.backends import FastBackend, TFFBackend
     k, steps, b = args.clients, args.steps, args.batch
     rng = np.random.default_rng(0)
-    if args.model == "char_lstm":          # LEAF's 80 symbols, sequences of 80
+    targets = ()
+    if args.model in TEXT_MODELS:          # LEAF's 80 symbols, sequences of 80
         shape, dtype, classes = (80,), tf.int32, 80
         xs = rng.integers(0, classes, (k, steps * b) + shape).astype(np.int32)
-        model_fn = lambda: models.build(args.model)
+        targets = shape if args.sequence_targets else ()
+        model_fn = lambda: models.build(args.model, sequence_targets=args.sequence_targets)
     else:
         shape = (28, 28, 1) if args.model in ("cnn2", "cnn2_same") else (32, 32, 3)
         dtype, classes = tf.float32, 10
         xs = rng.random((k, steps * b) + shape, dtype=np.float32)
         model_fn = lambda: models.build(args.model, input_shape=shape)
-    ys = rng.integers(0, classes, (k, steps * b)).astype(np.int32)
+    ys = rng.integers(0, classes, (k, steps * b) + targets).astype(np.int32)
     tf.keras.utils.set_random_seed(0)
     w0 = model_fn().get_weights()
-    spec = (tf.TensorSpec((b,) + shape, dtype), tf.TensorSpec((b,), tf.int32))
+    spec = (tf.TensorSpec((b,) + shape, dtype), tf.TensorSpec((b,) + targets, tf.int32))
     examples = [(xs[i], ys[i]) for i in range(k)]      # what the round loop hands a backend
     datasets = [tf.data.Dataset.from_tensor_slices((xs[i], ys[i])).batch(b, drop_remainder=True)
                 for i in range(k)]                      # stock TFF's input, built untimed
@@ -205,7 +216,7 @@ def _bench(args, only, tff):
         model = model_fn()
         opt = tf.keras.optimizers.SGD(0.1, momentum=args.momentum)
         big_x = xs.reshape((k * steps, b) + shape).reshape((steps, k * b) + shape)
-        big_y = ys.reshape(steps, k * b)
+        big_y = ys.reshape((steps, k * b) + targets)
 
         @tf.function
         def one_step(x, y):
@@ -226,7 +237,7 @@ def _bench(args, only, tff):
         n = args.eval_examples
         x_test = (rng.integers(0, classes, (n,) + shape).astype(np.int32)
                   if dtype == tf.int32 else rng.random((n,) + shape, dtype=np.float32))
-        y_test = rng.integers(0, classes, n).astype(np.int32)
+        y_test = rng.integers(0, classes, (n,) + targets).astype(np.int32)
         results["eval"] = _timed(lambda: evaluate(model, x_test, y_test), args.warmup,
                                  args.rounds)
 
@@ -244,7 +255,8 @@ def _bench(args, only, tff):
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"{args.model}: {k} clients x {steps} steps x batch {b} per round "
+    task = ", a target at every position" if targets else ""
+    print(f"{args.model}{task}: {k} clients x {steps} steps x batch {b} per round "
           f"(median of {args.rounds} after {args.warmup} warm-up)")
     for n, s in sec.items():
         extra = []
