@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1] / "runs" / "gdpfed" / "reports" / "pa
 NAMES = {"p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed", "pfa": "PFA",
          "idp_sample": "IDP-FedAvg", "gdpfed_plus": "GDPFed+"}
 # (table, report folder holding its cells with the same-padding CNN); Table II's PFA cell
-# comes from the run with the original's projection (ablations-table2-baselines), both noise
-# readings, not from the earlier projection's
+# comes from ablations-table2-baselines, which runs the original's projection under both
+# noise readings; ablations-table2-same-padding's own PFA row (the first reading only, since
+# its 2026-11-26 rerun) is left out so that the reading is not listed twice
 SOURCES = [
     ("II", "ablations-table2-same-padding"),
     ("II", "ablations-table2-baselines"),
@@ -28,7 +29,7 @@ SOURCES = [
 ]
 PFA_FULL = "PFA, full public noise, per-layer projection"
 PFA_SHARE = "PFA, shared public noise, per-layer projection"
-SUPERSEDED = {("II", "", "pfa")}          # the earlier projection's PFA
+SUPERSEDED = {("II", "", "pfa")}          # same-padding Table II's PFA: listed by baselines
 # cells that are not reproduced: (table, column, method) -> (reason, evidence section)
 REASONS = {
     ("II", PFA_FULL, "pfa"): ("each public row carries its group's whole noise; the public "
