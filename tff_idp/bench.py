@@ -54,7 +54,7 @@ def _bad_argument(args):
         return (f"--model={args.model!r}: the bench has inputs for image models, "
                 "char_lstm and char_lstm_torch only")
     if args.sequence_targets and args.model not in TEXT_MODELS:
-        return (f"--sequence-targets: needs --model char_lstm or char_lstm_torch, "
+        return ("--sequence-targets: needs --model char_lstm or char_lstm_torch, "
                 f"not {args.model or 'cnn2'!r}")
     for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs", "chunk",
                 "eval_examples"):
