@@ -52,9 +52,9 @@ def _bad_argument(args):
         return f"--model={args.model!r}: choose from {', '.join(sorted(models.MODELS))}"
     if args.method is None and args.model not in (None,) + TEXT_MODELS + IMAGE_MODELS:
         return (f"--model={args.model!r}: the bench has inputs for image models, "
-                "char_lstm and char_lstm_torch only")
+                f"{' and '.join(TEXT_MODELS)} only")
     if args.sequence_targets and args.model not in TEXT_MODELS:
-        return ("--sequence-targets: needs --model char_lstm or char_lstm_torch, "
+        return (f"--sequence-targets: needs --model {' or '.join(TEXT_MODELS)}, "
                 f"not {args.model or 'cnn2'!r}")
     for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs", "chunk",
                 "eval_examples"):
