@@ -7,8 +7,10 @@ each run's accuracy per round, from which ``--replot`` redraws the figure), and 
 table's figures as PNG: convergence curves (mean test accuracy per round, one line per
 method, one panel per data set) and Problem-1 rates against epsilon_1. ``noise`` and
 ``rates`` tables are computed (no training) at the paper's settings. Only complete results
-folders are read; missing units are listed, never filled in. Default output folder:
-``<output_dir>/<table>/<scale>/report/``.
+folders are read (a missing one is first copied from an equal run elsewhere under the
+results root or in the repository's ``runs/archive/``: ``harness.reuse``); missing units are
+listed, never filled in. ``--archive`` copies the complete runs into ``runs/archive/``
+(``harness.archive``). Default output folder: ``<output_dir>/<table>/<scale>/report/``.
 """
 from __future__ import annotations
 
@@ -815,6 +817,10 @@ def main(argv=None) -> int:
                    "are given as --set backend=... here)")
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="only these of the table's methods (comma-separated registry keys)")
+    p.add_argument("--archive", action="store_true",
+                   help="also copy the complete runs into the repository's runs/archive/ "
+                   "(harness.archive), to commit: a fresh clone then regenerates this report "
+                   "and resumes the table from them")
     p.add_argument("--replot", action="store_true",
                    help="only redraw convergence.png in the report's folder (the default "
                    "one or --report-dir) from its curves.csv; the runs' results are not read")
@@ -823,6 +829,11 @@ def main(argv=None) -> int:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
         spec = with_overrides(spec, args.overrides)
         units = expand(spec, args.scale, args.output_dir)
+        if args.archive:
+            from .harness.archive import archive_root
+            if archive_root(spec) is None:
+                raise ConfigError(f"--archive: {args.table} is not under a folder named runs/ "
+                                  "(the archive is runs/archive/)")
         if args.replot:
             out = report_dir(spec, args.scale, args.output_dir, args.out or None)
             cells = cells_from_curves(out / CURVES, spec)
@@ -836,6 +847,10 @@ def main(argv=None) -> int:
             return 1
         print(path)
         return 0
+    if spec.kind == "train":                # archived runs stand in for missing folders
+        from .harness.reuse import reuse_equal_runs
+        from .harness.runner import pending
+        reuse_equal_runs(spec, args.scale, pending(units), args.output_dir)
     if spec.kind == "train" and not any(unit_complete(u) for u in units):
         print(f"error: no run of {spec.name} at scale {args.scale} is complete under "
               f"{spec.out_root(args.scale, args.output_dir)}; nothing to report (train them: "
@@ -844,6 +859,11 @@ def main(argv=None) -> int:
     path = write_report(spec, args.scale, Path(args.out) if args.out else None,
                         args.output_dir)
     print(path)
+    if args.archive:
+        from .harness.archive import archive_root, archive_runs
+        written = archive_runs(spec, args.scale, units, args.output_dir)
+        print(f"archived {len(written)} run(s) in {archive_root(spec) / spec.name}",
+              file=sys.stderr)
     return 0
 
 

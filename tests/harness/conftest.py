@@ -45,3 +45,12 @@ def tiny_table(tmp_path, name="tiny", methods='["p_fedavg", "dp_fedavg"]', seeds
 @pytest.fixture
 def table(tmp_path):
     return tiny_table(tmp_path)
+
+
+@pytest.fixture
+def table_in_runs(tmp_path):
+    """The tiny table (one method, one seed) as a repository keeps it: under a runs/ folder,
+    whose archive is runs/archive/."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    return tiny_table(runs, methods='["p_fedavg"]', seeds=1)

@@ -550,3 +550,49 @@ def test_replot_redraws_the_figure_from_the_reports_curves_alone(table, tmp_path
     refused = _run(args + ["--replot"])
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "curves.csv does not exist" in refused.stderr and not (out / "curves.csv").exists()
+
+
+def test_archived_runs_regenerate_the_report_and_are_not_trained_again(table_in_runs, tmp_path):
+    """A table under a runs/ folder: ``report --archive`` copies its complete runs into
+    runs/archive/; with the results folder gone (a fresh clone), ``report`` redraws the same
+    table from the archive and ``run`` trains only what was never archived."""
+    from tff_idp.harness.archive import archive_root
+    from tff_idp.harness.reuse import REUSED
+    table, runs = table_in_runs, tmp_path / "runs"
+    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--no-report"])
+    assert first.returncode == 0, first.stderr[-1500:]
+    spec = load_table(str(table))
+    units = expand(spec, "smoke")
+    made = _run(["tff_idp.report", str(table), "--scale", "smoke", "--archive"])
+    assert made.returncode == 0, made.stderr[-1500:]
+    archive = archive_root(spec)
+    assert archive == runs / "archive" and "archived 2 run(s)" in made.stderr
+    archived = sorted(p.parent for p in (archive / "tiny").glob("**/summary.json"))
+    assert len(archived) == 2 and not any((p / REUSED).exists() for p in archived)
+    assert sorted(p.name for p in archived[0].iterdir()) == [
+        "config.json", "ledger.csv", "metrics.csv", "summary.json"]
+    report = (spec.out_root("smoke") / "report" / "report.md").read_text()
+    again = _run(["tff_idp.report", str(table), "--scale", "smoke", "--archive"])
+    assert again.returncode == 0 and "archived 0 run(s)" in again.stderr   # nothing new
+    # a fresh machine: no results folder; the report is the same, no run is trained
+    shutil.rmtree(tmp_path / "runs" / "results")
+    redo = _run(["tff_idp.report", str(table), "--scale", "smoke"])
+    assert redo.returncode == 0, redo.stderr[-1500:]
+    assert "2 runs copied from complete runs of the same config in tiny (archived in" \
+        in redo.stderr
+    assert (spec.out_root("smoke") / "report" / "report.md").read_text() == report
+    assert json.loads((units[0].folder / REUSED).read_text())["from"].startswith(str(archive))
+    # a column never archived (a new clip scale) is the only run trained
+    table.write_text(table.read_text().replace('labels = ["1x", "2x"]', 'labels = ["1x", "3x"]')
+                     .replace("values = [1.0, 2.0]", "values = [1.0, 3.0]"))
+    shutil.rmtree(tmp_path / "runs" / "results")
+    grown = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--no-report"])
+    assert grown.returncode == 0, grown.stderr[-1500:]
+    assert "1 run copied from a complete run of the same config in tiny (archived in" \
+        in grown.stderr and "2 runs, 1 complete, 1 to run" in grown.stderr
+
+
+def test_report_archive_refuses_a_config_outside_runs(table):
+    out = _run(["tff_idp.report", str(table), "--scale", "smoke", "--archive"])
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("error: --archive: ") and str(table) in out.stderr

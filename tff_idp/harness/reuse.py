@@ -6,8 +6,10 @@ VI's 1.0x, Table VII's 1.0x): the same config, method and seed, hence the same r
 same" is what decides whether a folder is complete at all: the run fingerprint
 (``engine.loop.run_fingerprint``: every config key that changes the computation, not the
 table's name or where results go) and a complete, readable folder
-(``engine.persist.complete_run``). The copy carries ``REUSED.json`` naming its source. A
-fresh ``--output-dir`` shares nothing, so a table can always be trained whole.
+(``engine.persist.complete_run``). The copy carries ``REUSED.json`` naming its source.
+Besides the results root, the repository's archive of finished runs is searched
+(``harness.archive``: ``runs/archive/``), so a fresh clone copies archived runs too;
+``--force`` trains a table whole.
 """
 from __future__ import annotations
 
@@ -24,10 +26,10 @@ from .table import Unit
 REUSED = "REUSED.json"
 
 
-def equal_runs(units: List[Unit], root: Path) -> Dict[str, Path]:
-    """{unit label: a complete folder under ``root`` made with the unit's fingerprint, an
-    original rather than a copy} for the units that have no folder of their own (a stale
-    folder is trained again)."""
+def equal_runs(units: List[Unit], roots: List[Path]) -> Dict[str, Path]:
+    """{unit label: a complete folder under one of ``roots`` (searched in order) made with the
+    unit's fingerprint, an original rather than a copy} for the units that have no folder of
+    their own (a stale folder is trained again)."""
     from ..engine.loop import run_fingerprint
     from ..engine.persist import complete_run
     wanted: Dict[str, List[Unit]] = {}
@@ -35,11 +37,14 @@ def equal_runs(units: List[Unit], root: Path) -> Dict[str, Path]:
         if not u.folder.exists():
             wanted.setdefault(run_fingerprint(u.cfg, u.method), []).append(u)
     found: Dict[str, Path] = {}
-    if not wanted or not Path(root).is_dir():
+    if not wanted:
         return found
-    # originals before copies (a copy's source is named in its REUSED.json)
-    for made in sorted(Path(root).glob("**/config.json"),
-                       key=lambda p: ((p.parent / REUSED).exists(), str(p))):
+    # the first root's before the next's; in each, originals before copies (a copy's source
+    # is named in its REUSED.json)
+    made_files = [made for root in roots if root is not None and Path(root).is_dir()
+                  for made in sorted(Path(root).glob("**/config.json"),
+                                     key=lambda p: ((p.parent / REUSED).exists(), str(p)))]
+    for made in made_files:
         folder = made.parent
         if folder.name.endswith((".partial", ".reusing")):
             continue
@@ -78,21 +83,37 @@ def results_root(spec, scale: str, output_dir=None) -> Path:
     return spec.out_root(scale, output_dir).parent.parent
 
 
+def search_roots(spec, scale: str, output_dir=None) -> List[Path]:
+    """Where equal runs are looked for: the results root, then the archive (if any)."""
+    from .archive import archive_root
+    roots = [results_root(spec, scale, output_dir)]
+    archive = archive_root(spec)
+    if archive is not None and archive.resolve() != roots[0].resolve():
+        roots.append(archive)
+    return roots
+
+
 def still_to_train(spec, scale: str, units: List[Unit], output_dir=None) -> List[Unit]:
     """The missing ``units`` that no equal run under the results root can stand in for."""
-    found = equal_runs(units, results_root(spec, scale, output_dir))
+    found = equal_runs(units, search_roots(spec, scale, output_dir))
     return [u for u in units if u.label not in found]
 
 
 def reuse_equal_runs(spec, scale: str, units: List[Unit], output_dir=None) -> int:
     """Adopt every missing unit's equal run found under the results root; says how many (and
     from where) in one line on stderr. Returns the number adopted."""
-    root = results_root(spec, scale, output_dir)
-    found = equal_runs(units, root)
+    roots = search_roots(spec, scale, output_dir)
+    found = equal_runs(units, roots)
     by_label = {u.label: u for u in units}
     done = [label for label, source in found.items() if adopt(by_label[label], source)]
+
+    def where(folder: Path) -> str:
+        root = next(r for r in roots if Path(folder).is_relative_to(r))
+        name = Path(folder).relative_to(root).parts[0]
+        return name if root == roots[0] else f"{name} (archived in {root})"
+
     if done:
-        tables = sorted({found[label].relative_to(root).parts[0] for label in done})
+        tables = sorted({where(found[label]) for label in done})
         what = "1 run copied from a complete run" if len(done) == 1 else \
             f"{len(done)} runs copied from complete runs"
         print(f"{spec.name}: {what} of the same config in {', '.join(tables)} (REUSED.json "

@@ -1,0 +1,80 @@
+"""Finished runs kept in the repository, so that a committed report can be regenerated and its
+table resumed on another machine.
+
+A paper-scale run costs hours, and its results folder lives under ``--output-dir``, which a
+new machine (or a clean clone) does not have: without the runs, ``python -m tff_idp.report``
+cannot redraw a committed report, and adding seeds to it means training the old ones again.
+The archive is ``runs/archive/`` beside the configs: ``<table>/<scale>/<cell>/<method>-seed<n>/``
+holding a complete run's folder as the harness wrote it (config.json with the run
+fingerprint, metrics.csv, ledger.csv, summary.json; tens of kB, no checkpoint).
+
+``python -m tff_idp.report CONFIG --scale S --archive`` copies the table's complete runs in;
+``harness.reuse`` then finds them like any other run of the same fingerprint, so ``run``,
+``report`` and ``slurm submit`` copy an archived run into the results folder instead of
+training it (``REUSED.json`` names the archive folder).
+"""
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+from pathlib import Path
+from typing import List, Optional
+
+ARCHIVE = "archive"
+
+
+def archive_root(spec) -> Optional[Path]:
+    """``<runs>/archive`` for a table config under a folder named ``runs`` (the repository's
+    configs), else None: a config kept elsewhere has no archive."""
+    for parent in Path(spec.path).resolve().parents:
+        if parent.name == "runs":
+            return parent / ARCHIVE
+    return None
+
+
+def archived_folder(spec, scale: str, unit, output_dir: Optional[str] = None) -> Optional[Path]:
+    """Where ``unit``'s run goes in the archive: its folder's place under the table's results
+    root, under ``archive/<table>/<scale>``."""
+    root = archive_root(spec)
+    if root is None:
+        return None
+    rel = Path(unit.folder).relative_to(spec.out_root(scale, output_dir))
+    return root / spec.name / Path(spec.out_root(scale, output_dir)).name / rel
+
+
+def _run_files(folder: Path) -> List[str]:
+    """The run's own files: not ``REUSED.json``, which says where a copy came from on one
+    machine."""
+    from .reuse import REUSED
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != REUSED)
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    names = _run_files(a)
+    return names == _run_files(b) and all(filecmp.cmp(a / n, b / n, shallow=False)
+                                          for n in names)
+
+
+def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> List[Path]:
+    """Copy every complete unit's folder into the archive (replacing an archived folder whose
+    files differ, e.g. a stale run of an earlier config); returns the folders written. A
+    complete folder holds no checkpoint; every file but ``REUSED.json`` is copied."""
+    from .runner import unit_complete
+    written = []
+    for u in units:
+        dest = archived_folder(spec, scale, u, output_dir)
+        if dest is None or not unit_complete(u):
+            continue
+        if dest.is_dir() and _same_files(Path(u.folder), dest):
+            continue
+        tmp = dest.with_name(dest.name + ".archiving")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in _run_files(Path(u.folder)):
+            shutil.copy2(Path(u.folder) / name, tmp / name)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+        written.append(dest)
+    return written
