@@ -8,11 +8,21 @@ Bad input ends with one line on stderr and exit status 2, before any work.
 """
 from __future__ import annotations
 
+import signal
+import sys
+
+if __name__ == "__main__":
+    # python -m tff_idp.run: from this module's first line a Ctrl-C or SIGTERM only records
+    # itself, and main() passes it on to runtime.StopRequests; on a loaded machine the
+    # imports before main() take longer than the quickest Ctrl-C a person can give
+    _EARLY_STOPS: list = []
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signum, lambda signum, frame: _EARLY_STOPS.append(signum))
+
 import argparse
 import dataclasses
 import inspect
 import re
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -161,6 +171,9 @@ def main(argv=None) -> int:
     from .runtime import StopRequests
     try:
         with StopRequests() as stop:
+            early = globals().get("_EARLY_STOPS")     # as __main__: a request before this
+            if early and stop.signum is None:
+                stop.signum = early[0]
             return _main(argv, stop)
     except KeyboardInterrupt:
         print("stopped (Ctrl-C); run the same command to resume from the last checkpoint",
@@ -179,7 +192,6 @@ def _stop_point(stop) -> None:
 
 
 def _stopped_line(stop) -> int:
-    import signal
     print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}) during "
           "start-up; nothing was written", file=sys.stderr)
     return stop.exit_status
