@@ -94,14 +94,15 @@ def search_roots(spec, scale: str, output_dir=None) -> List[Path]:
 
 
 def still_to_train(spec, scale: str, units: List[Unit], output_dir=None) -> List[Unit]:
-    """The missing ``units`` that no equal run under the results root can stand in for."""
+    """The missing ``units`` that no equal run under the results root or in the archive can
+    stand in for."""
     found = equal_runs(units, search_roots(spec, scale, output_dir))
     return [u for u in units if u.label not in found]
 
 
 def reuse_equal_runs(spec, scale: str, units: List[Unit], output_dir=None) -> int:
-    """Adopt every missing unit's equal run found under the results root; says how many (and
-    from where) in one line on stderr. Returns the number adopted."""
+    """Adopt every missing unit's equal run found under the results root or in the archive;
+    says how many (and from where) in one line on stderr. Returns the number adopted."""
     roots = search_roots(spec, scale, output_dir)
     found = equal_runs(units, roots)
     by_label = {u.label: u for u in units}
