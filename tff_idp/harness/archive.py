@@ -33,16 +33,6 @@ def archive_root(spec) -> Optional[Path]:
     return None
 
 
-def archived_folder(spec, scale: str, unit, output_dir: Optional[str] = None) -> Optional[Path]:
-    """Where ``unit``'s run goes in the archive: its folder's place under the table's results
-    root, under ``archive/<table>/<scale>``."""
-    root = archive_root(spec)
-    if root is None:
-        return None
-    rel = Path(unit.folder).relative_to(spec.out_root(scale, output_dir))
-    return root / spec.name / Path(spec.out_root(scale, output_dir)).name / rel
-
-
 def _run_files(folder: Path) -> List[str]:
     """The run's own files: not ``REUSED.json``, which says where a copy came from on one
     machine."""
@@ -61,11 +51,16 @@ def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> L
     files differ, e.g. a stale run of an earlier config); returns the folders written. A
     complete folder holds no checkpoint; every file but ``REUSED.json`` is copied."""
     from .runner import unit_complete
+    root = archive_root(spec)
+    if root is None:
+        return []
+    out = spec.out_root(scale, output_dir)
+    base = root / spec.name / out.name           # a unit's place under <table>/<scale>
     written = []
     for u in units:
-        dest = archived_folder(spec, scale, u, output_dir)
-        if dest is None or not unit_complete(u):
+        if not unit_complete(u):
             continue
+        dest = base / Path(u.folder).relative_to(out)
         if dest.is_dir() and _same_files(Path(u.folder), dest):
             continue
         tmp = dest.with_name(dest.name + ".archiving")
