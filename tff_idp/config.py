@@ -163,6 +163,12 @@ class ExperimentConfig:
         return self.delta if self.delta is not None else 1.0 / self.num_clients ** 1.1
 
 
+# keys that say where a run's files are, how often it checkpoints and what it runs on, not
+# what it computes: left out of a run's fingerprint (a checkpoint resumes across them, a
+# finished folder stays complete) and of a table's results folder (`--set
+# fast_chunk_size=4` or `--device gpu` trains into the table's own folders)
+PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "data_dir",
+                  "data_root", "allow_download")
 PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 

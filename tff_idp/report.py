@@ -617,9 +617,9 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     out = report_dir(spec, scale, output_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
-    if spec.overrides:
+    if spec.computing_overrides():
         md += ["", "**Changed from the table as written**, in every run: " +
-               ", ".join(f"`--set {item}`" for item in spec.overrides) + "."]
+               ", ".join(f"`--set {item}`" for item in spec.computing_overrides()) + "."]
     if spec.notes:
         md += ["", spec.notes]
     figures = []

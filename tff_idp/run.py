@@ -54,7 +54,8 @@ def parse_args(argv):
     p.add_argument("config", nargs="?", help="experiment config (TOML); omit for the default")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable; a table: in every unit, results "
-                   "under <scale>+<overrides>)")
+                   "under <scale>+<overrides> unless the keys only place the runs: device, "
+                   "fast_chunk_size, checkpoint_every, data folders)")
     p.add_argument("--list", action="store_true",
                    help="list the configs under runs/, the methods and the data sets (with "
                    "whether each is here), then exit")

@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     p.add_argument("--scale", default=None, help="smoke, laptop or paper (required)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="a config key for every unit, as run's --set (repeatable; results "
-                   "under <scale>+<overrides>)")
+                   "under <scale>+<overrides> unless the keys only place the runs)")
     p.add_argument("--partition", default=None, help="#SBATCH --partition")
     p.add_argument("--gres", default="gpu:1", help="#SBATCH --gres (default gpu:1)")
     p.add_argument("--gpus", default=None, help="#SBATCH --gpus (instead of --gres)")

@@ -364,6 +364,27 @@ def test_report_states_each_observers_epsilon(table):
     assert "| p_fedavg |" not in section
 
 
+def test_placement_overrides_train_into_the_tables_own_folders(table):
+    """`--device`, `--set fast_chunk_size=...` and the other placement keys change where and
+    how a run executes, not what it computes: the units keep the table's folders and
+    fingerprints (a checkpoint resumes, a finished run stays finished); with a key that
+    changes the computation the run goes to <scale>+<that key> only."""
+    from tff_idp.harness.table import with_overrides
+    spec = load_table(str(table))
+    placed = with_overrides(spec, ["fast_chunk_size=4", 'device="cpu"', "checkpoint_every=2"])
+    assert placed.out_root("smoke") == spec.out_root("smoke")
+    plain = {u.label: u for u in expand(spec, "smoke")}
+    units = expand(placed, "smoke")
+    assert sorted(u.label for u in units) == sorted(plain)
+    for u in units:
+        assert u.cfg.fast_chunk_size == 4 and u.cfg.device == "cpu"
+        assert u.folder == plain[u.label].folder
+        assert run_fingerprint(u.cfg, u.method) == run_fingerprint(plain[u.label].cfg, u.method)
+    mixed = with_overrides(spec, ["fast_chunk_size=4", "rounds=1"])
+    assert mixed.out_root("smoke").name == "smoke+rounds_1"
+    assert mixed.computing_overrides() == ["rounds=1"]
+
+
 def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(table, capfd,
                                                                                monkeypatch):
     """Issue 34: `--set`, `--backend` apply to every cell; the runs' configs and fingerprints

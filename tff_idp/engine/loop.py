@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from .. import models
 from ..algorithms.client_work import ClientProgram
-from ..config import ConfigError
+from ..config import PLACEMENT_KEYS, ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
 from ..errors import RoundInterrupted
@@ -229,8 +229,7 @@ def run_fingerprint(cfg, method: str) -> str:
     config key that changes the computation (not where results or data are, whether data may
     be downloaded, how often to checkpoint, or the device and chunk size)."""
     keys = dataclasses.asdict(cfg)
-    for k in ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "reference", "name",
-              "methods", "data_dir", "data_root", "allow_download"):
+    for k in PLACEMENT_KEYS + ("reference", "name", "methods"):
         keys.pop(k, None)
     # keys at their default value are left out, so that a key added to the config later
     # (with a default that keeps the old behaviour) does not orphan earlier results

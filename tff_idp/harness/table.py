@@ -38,7 +38,8 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..config import ConfigError, ExperimentConfig, from_mapping, read_toml, validate
+from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, from_mapping, parse_override,
+                      read_toml, validate)
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
@@ -249,11 +250,18 @@ class TableSpec:
     def columns(self) -> List[Optional[int]]:
         return list(range(len(self.axis.labels))) if self.axis is not None else [None]
 
+    def computing_overrides(self) -> List[str]:
+        """The ``--set`` items that change what the runs compute: not those of
+        ``config.PLACEMENT_KEYS`` (device, chunk size, checkpoint interval, data folders)."""
+        return [item for item in self.overrides if parse_override(item)[0] not in PLACEMENT_KEYS]
+
     def out_root(self, scale: str, output_dir: Optional[str] = None) -> Path:
-        """<output_dir>/<table>/<scale>, or <scale>+<overrides> for a run with --set: such
-        runs never share folders (or reports) with the table as written."""
+        """<output_dir>/<table>/<scale>, or <scale>+<overrides> for a run with --set items
+        that change the computation: such runs never share folders (or reports) with the
+        table as written; ``--device gpu`` or ``--set fast_chunk_size=4`` alone train into
+        (and resume) the table's own folders."""
         return Path(output_dir or self.base.get("output_dir", "results")) / self.name / (
-            scale + override_suffix(self.overrides))
+            scale + override_suffix(self.computing_overrides()))
 
     def reference_value(self, dataset: str, method: str, column: Optional[str]):
         ref = self.reference.get(dataset, {})
@@ -277,7 +285,6 @@ def override_suffix(overrides: List[str]) -> str:
 def with_overrides(spec: TableSpec, overrides: List[str]) -> TableSpec:
     """The table with ``--set`` items applied to every unit (each checked here: a bad key or
     value is a one-line ConfigError before any work)."""
-    from ..config import parse_override
     for item in overrides:
         key, _ = parse_override(item)
         if key in ("methods", "method", "seed", "name", "output_dir"):
@@ -471,7 +478,6 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             values.setdefault("methods", spec.methods_of(ds, label))
             values = scale_values(values, scale)
             if spec.overrides:                   # --set: after the scale, on every unit
-                from ..config import parse_override
                 values.update(parse_override(item) for item in spec.overrides)
             folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
             for method in values.pop("methods", spec.methods):
