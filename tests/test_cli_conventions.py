@@ -51,6 +51,7 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--rounds", "0"], "--rounds=0: must be >= 1"),
     (["--model", "digits_mlp"], "--model='digits_mlp': the bench has inputs for image models"),
     (["--model", "char_lstm", "--chunk", "0"], "--chunk=0: must be >= 1"),
+    (["--chunk", "4,x"], "--chunk='4,x': expected a number of clients or a comma list"),
     (["--eval-examples", "0"], "--eval-examples=0: must be >= 1"),
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
     (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1"),
@@ -67,12 +68,19 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys):
     the fast backend, the ceiling and evaluation, at tiny sizes."""
     import json
     out = tmp_path / "b.json"
-    assert bench.main(["--model", "char_lstm_torch", "--sequence-targets", "--clients", "2",
+    assert bench.main(["--model", "char_lstm_torch", "--sequence-targets", "--clients", "3",
                        "--steps", "1", "--only", "fast,ceiling,eval", "--eval-examples", "8",
                        "--rounds", "1", "--warmup", "0", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result["seconds_per_round"]) == {"ours_fast", "ceiling"}
     assert result["eval_seconds_per_1000"] > 0 and result["modes"]["ours_fast"] == "cohort"
+    assert result["config"]["chunks"] == [4]          # the Shakespeare cells' chunk
+    # several chunk sizes: the fast runner once at each, in one process
+    assert bench.main(["--model", "char_lstm", "--clients", "3", "--steps", "1", "--chunk",
+                       "2,3", "--only", "fast", "--rounds", "1", "--warmup", "0",
+                       "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["seconds_per_round"]) == {"ours_fast@2", "ours_fast@3"}
     assert "a target at every position" in capsys.readouterr().out
 
 

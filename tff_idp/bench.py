@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import resource
 import sys
@@ -42,6 +43,8 @@ IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20
 SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
 TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
+# the fast backend's chunk where a model's cells set one (runs/gdpfed/table2.toml, Shakespeare)
+CHUNKS = {"char_lstm": 4, "char_lstm_torch": 4}
 
 
 def _bad_argument(args):
@@ -56,7 +59,14 @@ def _bad_argument(args):
     if args.sequence_targets and args.model not in TEXT_MODELS:
         return (f"--sequence-targets: needs --model {' or '.join(TEXT_MODELS)}, "
                 f"not {args.model or 'cnn2'!r}")
-    for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs", "chunk",
+    if args.chunk is not None:
+        try:
+            args.chunks = [int(c) for c in args.chunk.split(",")]
+        except ValueError:
+            return f"--chunk={args.chunk!r}: expected a number of clients or a comma list (4,128)"
+        if min(args.chunks) < 1:
+            return f"--chunk={args.chunk}: must be >= 1"
+    for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs",
                 "eval_examples"):
         value = getattr(args, key)
         if value is not None and value < 1:
@@ -94,8 +104,10 @@ def main(argv=None) -> int:
                    help="local steps per client (default 5; char_lstm(_torch) 30)")
     p.add_argument("--batch", type=int, default=None,
                    help="client batch size (default 10; char_lstm(_torch) 4)")
-    p.add_argument("--chunk", type=int, default=None,
-                   help="fast backend: clients trained at once (fast_chunk_size; default 64)")
+    p.add_argument("--chunk", default=None,
+                   help="fast backend: clients trained at once (fast_chunk_size; default 64, "
+                        "char_lstm(_torch) 4 as the Shakespeare cells); a comma list (4,128) "
+                        "times the fast runners at each, as ours_fast@4, ours_fast@128")
     p.add_argument("--sequence-targets", action="store_true",
                    help="char_lstm(_torch): a target at every one of the 80 positions "
                         "(TFF's task, the Shakespeare cells'), not only after the last")
@@ -132,6 +144,9 @@ def main(argv=None) -> int:
     clients, steps, batch, args.momentum = SETTINGS.get(args.model, FMNIST_SETTING)
     args.clients, args.steps = args.clients or clients, args.steps or steps
     args.batch = args.batch or batch
+    if args.chunk is None:
+        from .config import ExperimentConfig
+        args.chunks = [CHUNKS.get(args.model, ExperimentConfig().fast_chunk_size)]
     only = set(args.only.split(","))
     if not only <= set(RUNNERS):
         print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
@@ -172,8 +187,7 @@ def _bench(args, only, tff):
                                      seed=np.array([0, i], np.int32), slot=np.int32(-1))
              for i in range(k)]
     cfg = config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0",
-                             f"momentum={args.momentum}"]
-                      + ([f"fast_chunk_size={args.chunk}"] if args.chunk else []))
+                             f"momentum={args.momentum}"])
     results = {}
 
     if "stock" in only:
@@ -202,15 +216,20 @@ def _bench(args, only, tff):
     program = ClientProgram(method.phases(cfg), split_model(model_fn(), "none"),
                             method.client_output, method.server_update)
     modes = {}
+    several = len(args.chunks) > 1
     for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
                             ("fast_group", FastBackend, "group")):
-        if name in only:
+        if name not in only:
+            continue
+        for chunk in args.chunks if cls is FastBackend else [None]:
+            label = f"ours_{name}" + (f"@{chunk}" if several and chunk else "")
             factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
                                            noise_draw=draw)
-            runner = cls(cfg, plan, model_fn, w0, factory, spec, program)
-            modes[f"ours_{name}"] = runner.mode
-            results[f"ours_{name}"] = _timed(lambda: runner.step([examples], infos, 0),
-                                             args.warmup, args.rounds)
+            runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk or cfg.fast_chunk_size),
+                         plan, model_fn, w0, factory, spec, program)
+            modes[label] = runner.mode
+            results[label] = _timed(lambda: runner.step([examples], infos, 0),
+                                    args.warmup, args.rounds)
 
     if "ceiling" in only:
         model = model_fn()
