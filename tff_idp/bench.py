@@ -43,8 +43,6 @@ IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20
 SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
 TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
-# the fast backend's chunk where a model's cells set one (runs/gdpfed/table2.toml, Shakespeare)
-CHUNKS = {"char_lstm": 4, "char_lstm_torch": 4}
 
 
 def _bad_argument(args):
@@ -105,9 +103,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=None,
                    help="client batch size (default 10; char_lstm(_torch) 4)")
     p.add_argument("--chunk", default=None,
-                   help="fast backend: clients trained at once (fast_chunk_size; default 64, "
-                        "char_lstm(_torch) 4 as the Shakespeare cells); a comma list (4,128) "
-                        "times the fast runners at each, as ours_fast@4, ours_fast@128")
+                   help="fast backend: clients trained at once (fast_chunk_size; default 64); "
+                        "a comma list (4,128) times the fast runners at each, as ours_fast@4, "
+                        "ours_fast@128")
     p.add_argument("--sequence-targets", action="store_true",
                    help="char_lstm(_torch): a target at every one of the 80 positions "
                         "(TFF's task, the Shakespeare cells'), not only after the last")
@@ -146,7 +144,7 @@ def main(argv=None) -> int:
     args.batch = args.batch or batch
     if args.chunk is None:
         from .config import ExperimentConfig
-        args.chunks = [CHUNKS.get(args.model, ExperimentConfig().fast_chunk_size)]
+        args.chunks = [ExperimentConfig().fast_chunk_size]
     only = set(args.only.split(","))
     if not only <= set(RUNNERS):
         print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
