@@ -150,8 +150,9 @@ def test_a_sequence_of_targets_is_one_example_whose_loss_is_its_positions_mean()
 
 def test_fast_chunk_size_does_not_change_the_model():
     """`fast_chunk_size` only places the clients (it is outside the run fingerprint; the
-    Shakespeare cells run at 4 on a CPU and at 128 on a GPU): the LSTM's model after 2 rounds is the same, to
-    float32 summation order, with every client in one chunk and with chunks of 3."""
+    Shakespeare cells run at 4 on a CPU, 128 on a GPU): the LSTM's model after 2 rounds is
+    the same, to float32 summation order, with every client in one chunk and with chunks
+    of 3."""
     extra = ('dataset="synthetic:shakespeare-leaf-positions"', 'model="char_lstm_torch"',
              "num_clients=12", "expected_rate=0.5", "rounds=2", "local_steps=1",
              "batch_size=4", "momentum=0.9")
