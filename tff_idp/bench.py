@@ -57,6 +57,7 @@ def _bad_argument(args):
     if args.sequence_targets and args.model not in TEXT_MODELS:
         return (f"--sequence-targets: needs --model {' or '.join(TEXT_MODELS)}, "
                 f"not {args.model or 'cnn2'!r}")
+    args.chunks = None                 # the config's fast_chunk_size
     if args.chunk is not None:
         try:
             args.chunks = [int(c) for c in args.chunk.split(",")]
@@ -142,9 +143,6 @@ def main(argv=None) -> int:
     clients, steps, batch, args.momentum = SETTINGS.get(args.model, FMNIST_SETTING)
     args.clients, args.steps = args.clients or clients, args.steps or steps
     args.batch = args.batch or batch
-    if args.chunk is None:
-        from .config import ExperimentConfig
-        args.chunks = [ExperimentConfig().fast_chunk_size]
     only = set(args.only.split(","))
     if not only <= set(RUNNERS):
         print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
@@ -214,17 +212,18 @@ def _bench(args, only, tff):
     program = ClientProgram(method.phases(cfg), split_model(model_fn(), "none"),
                             method.client_output, method.server_update)
     modes = {}
-    several = len(args.chunks) > 1
+    chunks = args.chunks or [cfg.fast_chunk_size]
     for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
                             ("fast_group", FastBackend, "group")):
         if name not in only:
             continue
-        for chunk in args.chunks if cls is FastBackend else [None]:
-            label = f"ours_{name}" + (f"@{chunk}" if several and chunk else "")
+        fast = cls is FastBackend
+        for chunk in chunks if fast else [cfg.fast_chunk_size]:
+            label = f"ours_{name}" + (f"@{chunk}" if fast and len(chunks) > 1 else "")
             factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
                                            noise_draw=draw)
-            runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk or cfg.fast_chunk_size),
-                         plan, model_fn, w0, factory, spec, program)
+            runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk), plan, model_fn, w0,
+                         factory, spec, program)
             modes[label] = runner.mode
             results[label] = _timed(lambda: runner.step([examples], infos, 0),
                                     args.warmup, args.rounds)

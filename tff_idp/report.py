@@ -617,9 +617,10 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     out = report_dir(spec, scale, output_dir, out)
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
-    if spec.computing_overrides():
+    changed = spec.computing_overrides()
+    if changed:
         md += ["", "**Changed from the table as written**, in every run: " +
-               ", ".join(f"`--set {item}`" for item in spec.computing_overrides()) + "."]
+               ", ".join(f"`--set {item}`" for item in changed) + "."]
     if spec.notes:
         md += ["", spec.notes]
     figures = []
