@@ -51,7 +51,9 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--rounds", "0"], "--rounds=0: must be >= 1"),
     (["--model", "digits_mlp"], "--model='digits_mlp': the bench has inputs for image models"),
     (["--model", "char_lstm", "--chunk", "0"], "--chunk=0: must be >= 1"),
-    (["--chunk", "4,x"], "--chunk='4,x': expected a number of clients or a comma list"),
+    (["--chunk", "4,x"], "--chunk='4,x': expected a number of clients, CLIENTSxLANES (8x2)"),
+    (["--chunk", "8x2x2"], "--chunk='8x2x2': expected a number of clients"),
+    (["--model", "char_lstm", "--chunk", "8x0"], "--chunk=8x0: must be >= 1"),
     (["--eval-examples", "0"], "--eval-examples=0: must be >= 1"),
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
     (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1"),
@@ -63,10 +65,13 @@ def test_bad_bench_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):
     assert not (tmp_path / "b.json").exists()
 
 
-def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys):
+def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys, monkeypatch):
     """The Shakespeare cells' task (a target at every position, PyTorch's initialisers) on
     the fast backend, the ceiling and evaluation, at tiny sizes."""
     import json
+    import os
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "")      # restored to absent at the end
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS")
     out = tmp_path / "b.json"
     assert bench.main(["--model", "char_lstm_torch", "--sequence-targets", "--clients", "3",
                        "--steps", "1", "--only", "fast,ceiling,eval", "--eval-examples", "8",
@@ -74,13 +79,39 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys):
     result = json.loads(out.read_text())
     assert set(result["seconds_per_round"]) == {"ours_fast", "ceiling"}
     assert result["eval_seconds_per_1000"] > 0 and result["modes"]["ours_fast"] == "cohort"
-    # several chunk sizes: the fast runner once at each, in one process
+    assert "TF_NUM_INTRAOP_THREADS" not in os.environ       # no lanes: TF's default
+    # several chunk sizes and lanes: the fast runner once at each, in one process, which
+    # asks for one intra-op thread as `run` does for fast_lanes > 1
     assert bench.main(["--model", "char_lstm", "--clients", "3", "--steps", "1", "--chunk",
-                       "2,3", "--only", "fast", "--rounds", "1", "--warmup", "0",
+                       "2,3x2", "--only", "fast", "--rounds", "1", "--warmup", "0",
                        "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert set(result["seconds_per_round"]) == {"ours_fast@2", "ours_fast@3"}
-    assert "a target at every position" in capsys.readouterr().out
+    assert set(result["seconds_per_round"]) == {"ours_fast@2", "ours_fast@3x2"}
+    assert result["tf_num_intraop_threads"] == os.environ["TF_NUM_INTRAOP_THREADS"] == "1"
+    printed = capsys.readouterr().out
+    assert "a target at every position" in printed and "one intra-op thread" in printed
+
+
+def test_lanes_off_a_gpu_ask_tensorflow_for_one_intra_op_thread(monkeypatch):
+    """`fast_lanes` > 1 on the fast backend off a GPU sets TF_NUM_INTRAOP_THREADS=1 (each
+    lane's operations on their own core); nothing else does, and a value the user set is
+    kept."""
+    import os
+    import types
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "")      # restored to absent at the end
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS")
+
+    def cfg(backend="fast", lanes=2, device="auto"):
+        return types.SimpleNamespace(backend=backend, fast_lanes=lanes, device=device)
+    for cfgs in ([cfg(lanes=1)], [cfg(device="gpu")], [cfg(backend="tff")], []):
+        assert not runtime.one_thread_per_op_for_lanes(cfgs)
+        assert "TF_NUM_INTRAOP_THREADS" not in os.environ
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "2")
+    assert not runtime.one_thread_per_op_for_lanes([cfg()])
+    assert os.environ["TF_NUM_INTRAOP_THREADS"] == "2"
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS")
+    assert runtime.one_thread_per_op_for_lanes([cfg(lanes=1), cfg(device="cpu")])
+    assert os.environ["TF_NUM_INTRAOP_THREADS"] == "1"
 
 
 @pytest.mark.parametrize("module", ["tff_idp.report", "tff_idp.bench", "tff_idp.data",

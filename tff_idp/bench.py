@@ -26,9 +26,11 @@ import argparse
 import collections
 import dataclasses
 import json
+import os
 import resource
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -57,13 +59,17 @@ def _bad_argument(args):
     if args.sequence_targets and args.model not in TEXT_MODELS:
         return (f"--sequence-targets: needs --model {' or '.join(TEXT_MODELS)}, "
                 f"not {args.model or 'cnn2'!r}")
-    args.chunks = None                 # the config's fast_chunk_size
+    args.chunks = None                 # the config's (fast_chunk_size, fast_lanes)
     if args.chunk is not None:
         try:
-            args.chunks = [int(c) for c in args.chunk.split(",")]
+            args.chunks = [tuple(int(n) for n in (c.split("x") + ["1"])[:2])
+                           for c in args.chunk.split(",") if c.count("x") <= 1]
         except ValueError:
-            return f"--chunk={args.chunk!r}: expected a number of clients or a comma list (4,128)"
-        if min(args.chunks) < 1:
+            args.chunks = None
+        if args.chunks is None or len(args.chunks) != len(args.chunk.split(",")):
+            return (f"--chunk={args.chunk!r}: expected a number of clients, CLIENTSxLANES "
+                    "(8x2) or a comma list of them (4,8x2,128)")
+        if min(min(c) for c in args.chunks) < 1:
             return f"--chunk={args.chunk}: must be >= 1"
     for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs",
                 "eval_examples"):
@@ -104,9 +110,10 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=None,
                    help="client batch size (default 10; char_lstm(_torch) 4)")
     p.add_argument("--chunk", default=None,
-                   help="fast backend: clients trained at once (fast_chunk_size; default 64); "
-                        "a comma list (4,128) times the fast runners at each, as ours_fast@4, "
-                        "ours_fast@128")
+                   help="fast backend: clients trained at once (fast_chunk_size; default 64), "
+                        "or CLIENTSxLANES (8x2: 8 clients in 2 lanes, fast_lanes); a comma "
+                        "list (4,8x2,128) times the fast runners at each, as ours_fast@4, "
+                        "ours_fast@8x2, ours_fast@128")
     p.add_argument("--sequence-targets", action="store_true",
                    help="char_lstm(_torch): a target at every one of the 80 positions "
                         "(TFF's task, the Shakespeare cells'), not only after the last")
@@ -147,7 +154,10 @@ def main(argv=None) -> int:
     if not only <= set(RUNNERS):
         print(f"error: --only={args.only!r}: runners are {', '.join(RUNNERS)}", file=sys.stderr)
         return 2
-    from .runtime import close_tff, import_tff
+    from .runtime import close_tff, import_tff, one_thread_per_op_for_lanes
+    lanes = max(lane for _, lane in args.chunks or [(0, 1)])
+    args.one_thread_per_op = one_thread_per_op_for_lanes(     # as `run` does, before TF starts
+        [types.SimpleNamespace(backend="fast", fast_lanes=lanes, device="auto")])
     try:
         return _bench(args, only, import_tff())
     finally:
@@ -212,18 +222,19 @@ def _bench(args, only, tff):
     program = ClientProgram(method.phases(cfg), split_model(model_fn(), "none"),
                             method.client_output, method.server_update)
     modes = {}
-    chunks = args.chunks or [cfg.fast_chunk_size]
+    chunks = args.chunks or [(cfg.fast_chunk_size, cfg.fast_lanes)]
     for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
                             ("fast_group", FastBackend, "group")):
         if name not in only:
             continue
         fast = cls is FastBackend
-        for chunk in chunks if fast else [cfg.fast_chunk_size]:
-            label = f"ours_{name}" + (f"@{chunk}" if fast and len(chunks) > 1 else "")
+        for chunk, lanes in chunks if fast else chunks[:1]:
+            label = f"ours_{name}" + (f"@{chunk}" + (f"x{lanes}" if lanes > 1 else "")
+                                      if fast and len(chunks) > 1 else "")
             factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
                                            noise_draw=draw)
-            runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk), plan, model_fn, w0,
-                         factory, spec, program)
+            runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk, fast_lanes=lanes),
+                         plan, model_fn, w0, factory, spec, program)
             modes[label] = runner.mode
             results[label] = _timed(lambda: runner.step([examples], infos, 0),
                                     args.warmup, args.rounds)
@@ -260,7 +271,8 @@ def _bench(args, only, tff):
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
            "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
-           "example_steps_per_round": k * steps * b, "modes": modes}
+           "example_steps_per_round": k * steps * b, "modes": modes,
+           "tf_num_intraop_threads": os.environ.get("TF_NUM_INTRAOP_THREADS")}
     sec = out["seconds_per_round"]
     if "eval" in sec:
         out["eval_seconds_per_1000"] = 1000 * sec.pop("eval") / args.eval_examples
@@ -286,6 +298,10 @@ def _bench(args, only, tff):
         print(f"  evaluation       {out['eval_seconds_per_1000']:8.3f} s per 1,000 test "
               f"examples (median of {args.rounds} passes over {args.eval_examples})")
     print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
+    if args.one_thread_per_op:
+        print("  every runner above ran with one intra-op thread (TF_NUM_INTRAOP_THREADS=1, "
+              "as `run` sets it for fast_lanes > 1); a run without lanes times them at "
+              "TensorFlow's default")
     return 0
 
 

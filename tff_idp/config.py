@@ -139,6 +139,9 @@ class ExperimentConfig:
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
+    # independent sub-cohorts a chunk trains in, run at once by TF's inter-op threads (a
+    # CPU: one per core, with TF_NUM_INTRAOP_THREADS=1; a GPU: 1); docs/backends.md
+    fast_lanes: int = 1
     # seeds the partition, sampling, noise and initial model
     seed: int = 0
     # the paper's reported test accuracy (%) per method, printed beside ours
@@ -167,8 +170,8 @@ class ExperimentConfig:
 # what it computes: left out of a run's fingerprint (a checkpoint resumes across them, a
 # finished folder stays complete) and of a table's results folder (`--set
 # fast_chunk_size=4` or `--device gpu` trains into the table's own folders)
-PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "data_dir",
-                  "data_root", "allow_download")
+PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "fast_lanes",
+                  "data_dir", "data_root", "allow_download")
 PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
@@ -260,7 +263,8 @@ def _check_audit(cfg: ExperimentConfig) -> None:
 # (the memory estimate, engine.memory, refuses what still cannot fit)
 LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
           "local_steps": 1_000_000, "batch_size": 1_000_000, "local_epochs": 10_000,
-          "personal_epochs": 10_000, "head_epochs": 10_000, "fast_chunk_size": 100_000}
+          "personal_epochs": 10_000, "head_epochs": 10_000, "fast_chunk_size": 100_000,
+          "fast_lanes": 64}
 CLIP_RANGE = (1e-8, 1e8)
 
 
@@ -382,6 +386,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
     if not cfg.fast_chunk_size >= 1:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
+    if not cfg.fast_lanes >= 1:
+        _fail("fast_lanes", cfg.fast_lanes, "must be a positive number of sub-cohorts")
     if cfg.sampling == "fixed" and cfg.accountant not in RDP_ACCOUNTANTS:
         _fail("accountant", cfg.accountant,
               f"sampling='fixed' needs accountant={_one_of(RDP_ACCOUNTANTS)}")

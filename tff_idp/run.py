@@ -226,6 +226,8 @@ def _main(argv, stop) -> int:
             extra.append(f"output_dir={_toml_string(args.output_dir)}")
         from . import config
         cfg = config.load(args.config, args.overrides + extra)
+        from .runtime import one_thread_per_op_for_lanes
+        one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
         _stop_point(stop)
         from .engine.experiment import prepare
         exp = prepare(cfg, persist=False)  # the partition is stored after every check
@@ -281,6 +283,8 @@ def _run_table(args, stop) -> int:
             from . import config
             config._check_writable_dir("--output-dir", args.output_dir)
         units = expand(spec, args.scale, args.output_dir)   # every cell validated first
+        from .runtime import one_thread_per_op_for_lanes
+        one_thread_per_op_for_lanes([u.cfg for u in units])   # before TF's runtime starts
         from .atomic import run_folder_conflict
         for unit in units:
             why = run_folder_conflict(unit.folder)

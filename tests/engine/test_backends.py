@@ -148,17 +148,20 @@ def test_a_sequence_of_targets_is_one_example_whose_loss_is_its_positions_mean()
     np.testing.assert_allclose(one, every[0, :, -1], rtol=1e-6)
 
 
-def test_fast_chunk_size_does_not_change_the_model():
-    """`fast_chunk_size` only places the clients (it is outside the run fingerprint; the
-    Shakespeare cells run at 4 on a CPU, 128 on a GPU): the LSTM's model after 2 rounds is
-    the same, to float32 summation order, with every client in one chunk and with chunks
-    of 3."""
+def test_fast_chunk_size_and_lanes_do_not_change_the_model():
+    """`fast_chunk_size` and `fast_lanes` only place the clients (outside the run
+    fingerprint; the Shakespeare cells run one chunk of 128 on a GPU, chunks of 8 in 2 lanes
+    on a CPU): the LSTM's model after 2 rounds is the same, to float32 summation order, with
+    every client in one chunk, with chunks of 3, and with chunks of 5 in 2 lanes (3 + 2
+    clients) and in 4 lanes (2 + 2 + 1 + none: a lane may be empty)."""
     extra = ('dataset="synthetic:shakespeare-leaf-positions"', 'model="char_lstm_torch"',
              "num_clients=12", "expected_rate=0.5", "rounds=2", "local_steps=1",
              "batch_size=4", "momentum=0.9")
     one = _final_weights(_experiment('["idp_fedavg"]', extra + ("fast_chunk_size=64",)),
                          "idp_fedavg", "fast", mode="cohort")
-    chunked = _final_weights(_experiment('["idp_fedavg"]', extra + ("fast_chunk_size=3",)),
-                             "idp_fedavg", "fast", mode="cohort")
-    for a, b in zip(one, chunked):
-        np.testing.assert_allclose(a, b, atol=TOL)
+    for placement in (("fast_chunk_size=3",), ("fast_chunk_size=5", "fast_lanes=2"),
+                      ("fast_chunk_size=5", "fast_lanes=4")):
+        placed = _final_weights(_experiment('["idp_fedavg"]', extra + placement),
+                                "idp_fedavg", "fast", mode="cohort")
+        for a, b in zip(one, placed):
+            np.testing.assert_allclose(a, b, atol=TOL, err_msg=str(placement))

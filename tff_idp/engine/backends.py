@@ -164,11 +164,7 @@ class FastBackend:
         if self.cohort_model is not None:        # the chunk's clients train together
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
-            final, losses = self.trainer.train_cohort_phases(
-                self.cohort_model, start,
-                [d[:3] + (spec, d[3] if len(d) > 3 else None, on_features)
-                 for d, spec, on_features in zip(data, self.specs, self.cached)],
-                lr, self.cohort_model.readout_tensors)
+            final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
             sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
                                                  counts, support)
@@ -191,6 +187,30 @@ class FastBackend:
             extra, stats = extra + e, stats + st
             kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
         return sums, extra, stats, [ta.stack() for ta in kept]
+
+    def _train_lanes(self, start, data, lr, k):
+        """The chunk's k clients trained from ``start`` ([k, ...] per tensor) in
+        ``fast_lanes`` independent sub-cohorts of about k / lanes clients (the last ones
+        may be smaller or empty), concatenated back in client order: (final weights, mean
+        loss per client). The lanes share no tensor, so TensorFlow's inter-op threads run
+        them at once, one core each on a CPU (docs/backends.md); each client's arithmetic
+        is the same as in one cohort."""
+        lanes = self.cfg.fast_lanes
+        width = (k + lanes - 1) // lanes
+        finals, losses = [], []
+        for lane in range(lanes):
+            a, b = tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k)
+            final, loss = self.trainer.train_cohort_phases(
+                self.cohort_model, [t[a:b] for t in start],
+                [tuple(x if x is None else x[a:b] for x in d[:3])
+                 + (spec, d[3][a:b] if len(d) > 3 else None, on_features)
+                 for d, spec, on_features in zip(data, self.specs, self.cached)],
+                lr, self.cohort_model.readout_tensors)
+            finals.append(final)
+            losses.append(loss)
+        if lanes == 1:
+            return finals[0], losses[0]
+        return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
 
     def _phase_arrays(self, examples, phase, gathered, shared):
         """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples
