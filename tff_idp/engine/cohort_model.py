@@ -270,8 +270,7 @@ def _lstm(layer, h, w):
     projection of every step is one batched product before the recurrence (and its gradient
     two after it); the recurrence is :func:`_lstm_recurrence`, time-major. The products are
     ``tf.matmul`` on [K, B*T, .] with explicit transposes rather than ``tf.einsum``, whose
-    own transposes made them 1.2-2x slower here (one local step of 4 clients: 266 -> 246 ms
-    on 2 threads, 392 -> 318 ms on one; docs/backends.md)."""
+    own transposes cost more than the products on a CPU (docs/backends.md, "Lanes")."""
     kernel, recurrent, bias = w
     shape = tf.shape(h)
     k, b, t = shape[0], shape[1], shape[2]
