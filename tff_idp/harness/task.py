@@ -71,6 +71,8 @@ def main(argv=None) -> int:
             return STOPPED
         raise
     unit = units[index]
+    from ..runtime import one_thread_per_op_for_lanes
+    one_thread_per_op_for_lanes([unit.cfg])     # before TensorFlow's runtime starts
     if unit_complete(unit) and not args.force:
         print(f"{unit.label}: already complete", file=sys.stderr)
         return 0
