@@ -47,6 +47,14 @@ TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
 
 
+def _clients_and_lanes(item: str):
+    """One --chunk item: "8" -> (8, 1), "8x2" -> (8, 2); ValueError otherwise."""
+    clients, *lanes = item.split("x")
+    if len(lanes) > 1:
+        raise ValueError(item)
+    return int(clients), int(lanes[0]) if lanes else 1
+
+
 def _bad_argument(args):
     """The first bad flag as one line ("--key=value: why"), or None; checked before
     TensorFlow is imported."""
@@ -62,11 +70,8 @@ def _bad_argument(args):
     args.chunks = None                 # the config's (fast_chunk_size, fast_lanes)
     if args.chunk is not None:
         try:
-            args.chunks = [tuple(int(n) for n in (c.split("x") + ["1"])[:2])
-                           for c in args.chunk.split(",") if c.count("x") <= 1]
+            args.chunks = [_clients_and_lanes(c) for c in args.chunk.split(",")]
         except ValueError:
-            args.chunks = None
-        if args.chunks is None or len(args.chunks) != len(args.chunk.split(",")):
             return (f"--chunk={args.chunk!r}: expected a number of clients, CLIENTSxLANES "
                     "(8x2) or a comma list of them (4,8x2,128)")
         if min(min(c) for c in args.chunks) < 1:
