@@ -60,6 +60,16 @@ def test_parse_play_assigns_lines_to_roles():
     assert len(roles["COR"]) == 4 and all("[" not in l for l in roles["COR"])
 
 
+def test_parse_speeches_keeps_each_speech_and_parse_play_joins_them():
+    speeches = shakespeare.parse_speeches(PLAY)
+    assert speeches["LEAR"] == [["Speak, my daughter,", "What can you say to draw",
+                                 "A third more opulent?"],
+                                ["Nothing will come of nothing: speak again."]]
+    assert [len(s) for s in speeches["COR"]] == [1, 3]
+    assert shakespeare.parse_play(PLAY) == {
+        role: [line for s in ss for line in s] for role, ss in speeches.items()}
+
+
 def test_build_from_folder_and_from_sdist(texts, tmp_path):
     clients = shakespeare.build_clients(texts, min_lines=4, train_fraction=0.75)
     assert [c["client"] for c in clients] == ["test_play/COR", "test_play/LEAR"]

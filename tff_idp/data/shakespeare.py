@@ -42,28 +42,38 @@ class SourceMissingError(ValueError):
     """The raw play texts are not available (and could not be fetched)."""
 
 
-def parse_play(text: str) -> Dict[str, List[str]]:
-    """Lines spoken by each role of one play, in order."""
+def parse_speeches(text: str) -> Dict[str, List[List[str]]]:
+    """The speeches of each role of one play, in order, each a list of its lines (a speech:
+    the speaker's name line to the next blank line; see the module's docstring). TFF's
+    ``shakespeare`` examples are such contiguous lines of one role."""
     lines = text.splitlines()
     start = next((i for i, l in enumerate(lines) if l.strip().upper().startswith("ACT I")), 0)
-    roles: Dict[str, List[str]] = {}
-    speaker: Optional[str] = None
+    roles: Dict[str, List[List[str]]] = {}
+    speech: Optional[List[str]] = None
     previous_blank = True
     for raw in lines[start:]:
         line = raw.strip()
         if not line:
-            speaker, previous_blank = None, True
+            speech, previous_blank = None, True
             continue
         if line.startswith("[") or _HEADING.match(line):
             previous_blank = False
             continue
         m = _SPEAKER.match(line)
         if previous_blank and m:
-            speaker = m.group(1).strip().upper()
-        elif speaker is not None:
-            roles.setdefault(speaker, []).append(re.sub(r"\[.*?\]", "", line).strip())
+            speech = []
+            roles.setdefault(m.group(1).strip().upper(), []).append(speech)
+        elif speech is not None:
+            speech.append(re.sub(r"\[.*?\]", "", line).strip())
         previous_blank = False
-    return roles
+    return {role: [s for s in speeches if s] for role, speeches in roles.items()
+            if any(speeches)}
+
+
+def parse_play(text: str) -> Dict[str, List[str]]:
+    """Lines spoken by each role of one play, in order."""
+    return {role: [line for speech in speeches for line in speech]
+            for role, speeches in parse_speeches(text).items()}
 
 
 def to_leaf_text(s: str) -> str:
