@@ -81,12 +81,14 @@ def main(argv=None) -> int:
           f"{np.median(np.concatenate([train, test])):.0f}")
     for name, lengths in (("train", train), ("test", test)):
         targets, pads = pad_share(lengths)
-        print(f"{name}: {targets} target positions, {pads} of them pads ({100 * pads / targets:.1f}%)")
+        print(f"{name}: {targets} target positions, {pads} of them pads "
+              f"({100 * pads / targets:.1f}%)")
     targets, pads = pad_share(test)
     share = pads / targets
     for a in accuracies:
-        print(f"accuracy {a:.2f} on the characters reads {100 * ((1 - share) * a / 100 + share):.2f} "
-              f"with the test pads counted")
+        counted = 100 * ((1 - share) * a / 100 + share)
+        print(f"accuracy {a:.2f} on the characters reads {counted:.2f} with the test pads "
+              f"counted")
     return 0
 
 
