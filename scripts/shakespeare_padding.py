@@ -76,17 +76,17 @@ def main(argv=None) -> int:
     except SourceMissingError as e:
         p.error(str(e))
     train, test = snippet_lengths(source)
+    every = np.concatenate([train, test])
     print(f"{len(train)} train and {len(test)} test speeches; characters a speech: mean "
-          f"{np.concatenate([train, test]).mean():.1f}, median "
-          f"{np.median(np.concatenate([train, test])):.0f}")
+          f"{every.mean():.1f}, median {np.median(every):.0f}")
+    share = {}
     for name, lengths in (("train", train), ("test", test)):
         targets, pads = pad_share(lengths)
+        share[name] = pads / targets
         print(f"{name}: {targets} target positions, {pads} of them pads "
-              f"({100 * pads / targets:.1f}%)")
-    targets, pads = pad_share(test)
-    share = pads / targets
+              f"({100 * share[name]:.1f}%)")
     for a in accuracies:
-        counted = 100 * ((1 - share) * a / 100 + share)
+        counted = 100 * ((1 - share["test"]) * a / 100 + share["test"])
         print(f"accuracy {a:.2f} on the characters reads {counted:.2f} with the test pads "
               f"counted")
     return 0
