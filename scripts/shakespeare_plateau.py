@@ -6,7 +6,7 @@ before, the one after) of ``shakespeare-leaf``, from one of three initialisation
 model: Keras' defaults (``char_lstm``), LEAF's TensorFlow 1 defaults (glorot-uniform embedding
 and combined LSTM kernels, forget bias 1; models/shakespeare/stacked_lstm.py) or PyTorch's
 defaults (``char_lstm_torch``). Prints the test loss and accuracy on 3,000 seeded test windows
-every 100 steps; the plateau is the commonest next character's share (16.5%, a space).
+every 100 steps (``--eval-every``); the plateau is the commonest next character's share (16.5%, a space).
 ``--task per-position`` trains TFF's task instead (every one of the 80 positions predicts
 the character after it; the accuracy over all positions, and LEAF's, the last position's).
 
@@ -73,10 +73,14 @@ def main(argv=None) -> int:
     p.add_argument("--task", choices=("next", "per-position"), default="next",
                    help="next: LEAF's (the character after the 80); per-position: TFF's "
                    "(each of the 80 positions predicts its next character)")
+    p.add_argument("--eval-every", type=int, default=100,
+                   help="steps between evaluations (a multiple of 100)")
     p.add_argument("--data-root", default=str(ROOT / "datasets"))
     args = p.parse_args(argv)
     if args.steps < 100 or args.batch < 1:
         p.error(f"--steps={args.steps} --batch={args.batch}: need steps >= 100, batch >= 1")
+    if args.eval_every < 100 or args.eval_every % 100:
+        p.error(f"--eval-every={args.eval_every}: need a multiple of 100")
     import tensorflow as tf
     from tff_idp import models
     from tff_idp.data.shakespeare import pack_texts, read_store, windows_data
@@ -106,6 +110,8 @@ def main(argv=None) -> int:
         ids = train[k * args.batch:(k + 100) * args.batch]
         h = model.fit(*targets(d.x_train[ids], d.y_train[ids]),
                       batch_size=args.batch, epochs=1, verbose=0)
+        if (k + 100) % args.eval_every and k + 100 < args.steps:
+            continue
         loss, acc = model.evaluate(x_test, y_test, verbose=0, batch_size=500)
         last = ""
         if args.task == "per-position":          # LEAF's metric: the 81st character only
