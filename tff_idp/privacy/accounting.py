@@ -39,6 +39,8 @@ from dp_accounting import pld, rdp
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize
 
+from . import rdp_series
+
 ACCOUNTANTS = ("rdp", "rdp_basic", "pld")
 # the RDP accountants: the same RDP curve, two conversions to (epsilon, delta)
 RDP_ACCOUNTANTS = ("rdp", "rdp_basic")
@@ -122,7 +124,26 @@ def basic_epsilon(orders: Sequence[float], rdp_values: Sequence[float],
     return float(eps[i]), float(a[i])
 
 
-class BasicConversionRdpAccountant(rdp.RdpAccountant):
+class RdpAccountant(rdp.RdpAccountant):
+    """dp-accounting's RDP accountant, whose Poisson-subsampled Gaussian releases (add/remove
+    neighbours) get their RDP from :func:`rdp_series.poisson_gaussian_rdp`: the same series
+    summed as arrays, tens of times faster at large rates, equal to dp-accounting's to float64
+    summation order. Every other event, the composition and the conversion to (epsilon,
+    delta) are dp-accounting's."""
+
+    def _maybe_compose(self, event, count, do_compose):
+        if (isinstance(event, dp_accounting.PoissonSampledDpEvent)
+                and isinstance(event.event, dp_accounting.GaussianDpEvent)
+                and self._neighboring_relation
+                is dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE):
+            if do_compose:
+                self._rdp += count * rdp_series.poisson_gaussian_rdp(
+                    event.sampling_probability, event.event.noise_multiplier, self._orders)
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+class BasicConversionRdpAccountant(RdpAccountant):
     """dp-accounting's RDP accountant (same RDP curve, same orders) whose epsilon is
     :func:`basic_epsilon`: ``accountant = "rdp_basic"``."""
 
@@ -140,7 +161,7 @@ def make_accountant(accountant: str = "rdp", sampling: str = "poisson", orders=N
     replaces dp_accounting's default 156 orders."""
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant={accountant!r} is not one of {ACCOUNTANTS}")
-    cls = BasicConversionRdpAccountant if accountant == "rdp_basic" else rdp.RdpAccountant
+    cls = BasicConversionRdpAccountant if accountant == "rdp_basic" else RdpAccountant
     if sampling == "fixed":
         if accountant not in RDP_ACCOUNTANTS:
             raise ValueError("sampling='fixed' (without replacement) is only supported by "

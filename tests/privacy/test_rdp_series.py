@@ -1,0 +1,53 @@
+"""The array-summed RDP series (tff_idp.privacy.rdp_series) against dp_accounting's
+term-by-term loop, and the project's RDP accountant against dp_accounting's own."""
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from tff_idp.privacy import accounting, rdp_series
+
+ORDERS = rdp_privacy_accountant.DEFAULT_RDP_ORDERS
+
+
+@pytest.mark.parametrize("q", [1e-5, 1e-3, 0.01, 0.08, 0.3, 0.6, 0.95])
+@pytest.mark.parametrize("sigma", [0.3, 0.84, 1.5, 4.0, 20.0])
+def test_rdp_equals_dp_accountings_at_every_default_order(q, sigma):
+    """Equal to float64 summation order: both compute log(1 + tiny) for the tiniest values,
+    so the comparison is relative 1e-9 or absolute 1e-12 (an epsilon moves by less than
+    1e-12 x rounds)."""
+    ours = rdp_series.poisson_gaussian_rdp(q, sigma, ORDERS)
+    theirs = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, sigma, ORDERS)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+
+def test_the_edge_cases_are_dp_accountings():
+    for q, sigma in [(0.0, 1.0), (1.0, 1.3), (0.5, 0.0)]:
+        np.testing.assert_array_equal(
+            rdp_series.poisson_gaussian_rdp(q, sigma, ORDERS),
+            rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, sigma, ORDERS))
+
+
+@pytest.mark.parametrize("event", [
+    accounting.training_event(0.84, 0.6, 2),
+    accounting.training_event(1.2, 0.02, 500),
+    dp_accounting.ComposedDpEvent([accounting.training_event(2.0, 0.1, 30),
+                                   accounting.training_event(0.9, 1.0, 3)])])
+def test_the_accountants_epsilon_and_order_are_dp_accountings(event):
+    ours, theirs = accounting.make_accountant("rdp"), dp_accounting.rdp.RdpAccountant()
+    ours.compose(event)
+    theirs.compose(event)
+    for delta in (1e-5, 6000 ** -1.1):
+        e1, o1 = ours.get_epsilon_and_optimal_order(delta)
+        e2, o2 = theirs.get_epsilon_and_optimal_order(delta)
+        assert e1 == pytest.approx(e2, rel=1e-10) and o1 == o2
+
+
+def test_fixed_size_sampling_is_left_to_dp_accounting():
+    event = accounting.training_event(1.0, 0.1, 10, sampling="fixed", population=100)
+    ours = accounting.make_accountant("rdp", "fixed")
+    theirs = dp_accounting.rdp.RdpAccountant(
+        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    ours.compose(event)
+    theirs.compose(event)
+    assert ours.get_epsilon(1e-5) == theirs.get_epsilon(1e-5)
