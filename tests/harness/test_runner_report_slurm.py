@@ -23,7 +23,7 @@ def _run(args, **kw):
                           capture_output=True, text=True, timeout=600, **kw)
 
 
-def test_run_skips_complete_and_reruns_only_what_is_missing(table):
+def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table):
     first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
     assert first.returncode == 0, first.stderr[-1500:]
     assert "4 runs, 0 complete, 4 to run" in first.stderr
@@ -45,6 +45,29 @@ def test_run_skips_complete_and_reruns_only_what_is_missing(table):
     third = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--jobs", "2"])
     assert third.returncode == 0 and "4 runs, 3 complete, 1 to run" in third.stderr
     assert not pending(units)
+    # --force retrains the selected complete runs (one run of the table saved: this was a
+    # test of its own, which trained the whole table first, until the suite outgrew 20
+    # minutes)
+    before = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
+    for jobs in ("1", "2"):          # in this process, and through harness.task workers
+        forced = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--force",
+                       "--methods", "p_fedavg", "--jobs", jobs])
+        assert forced.returncode == 0, forced.stderr[-1500:]
+        assert "2 runs, 2 complete, 2 to run (--force: complete ones too)" in forced.stderr
+        after = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
+        for u in units:
+            assert (after[u.label] != before[u.label]) == (u.method == "p_fedavg"), u.label
+        before = after
+    assert not pending(units)
+    # the table's own report after a run of some methods is still the whole table's; one
+    # written elsewhere (--report-dir) is of the part chosen
+    report = (load_table(str(table)).out_root("smoke") / "report" / "report.md").read_text()
+    assert "| digits | dp_fedavg |" in report and "| digits | p_fedavg |" in report
+    part = table.parent / "part"
+    assert _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
+                 "p_fedavg", "--report-dir", str(part)]).returncode == 0
+    report = (part / "report.md").read_text()
+    assert "| digits | p_fedavg |" in report and "dp_fedavg" not in report
 
 
 def test_a_folder_made_with_another_config_is_stale(table, tmp_path):
@@ -516,32 +539,6 @@ def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
     assert len(want) == 2 and array == "#SBATCH --array=" + ",".join(map(str, want)), array
     helptext = _run(["tff_idp.slurm", "--help"]).stdout
     assert "(default 4)" in helptext and "(default 32G)" in helptext
-
-
-def test_force_retrains_the_selected_complete_runs_of_a_table(table):
-    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
-    assert first.returncode == 0, first.stderr[-1500:]
-    units = expand(load_table(str(table)), "smoke")
-    before = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
-    for jobs in ("1", "2"):          # in this process, and through harness.task workers
-        forced = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--force",
-                       "--methods", "p_fedavg", "--jobs", jobs])
-        assert forced.returncode == 0, forced.stderr[-1500:]
-        assert "2 runs, 2 complete, 2 to run (--force: complete ones too)" in forced.stderr
-        after = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
-        for u in units:
-            assert (after[u.label] != before[u.label]) == (u.method == "p_fedavg"), u.label
-        before = after
-    assert not pending(units)
-    # the table's own report after a run of some methods is still the whole table's; one
-    # written elsewhere (--report-dir) is of the part chosen
-    report = (load_table(str(table)).out_root("smoke") / "report" / "report.md").read_text()
-    assert "| digits | dp_fedavg |" in report and "| digits | p_fedavg |" in report
-    part = table.parent / "part"
-    assert _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
-                 "p_fedavg", "--report-dir", str(part)]).returncode == 0
-    report = (part / "report.md").read_text()
-    assert "| digits | p_fedavg |" in report and "dp_fedavg" not in report
 
 
 def test_replot_redraws_the_figure_from_the_reports_curves_alone(table, tmp_path):
