@@ -9,9 +9,10 @@ export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 # real Fashion-MNIST for the tests that read it (Debian's package; skipped when unavailable)
 TF_CPP_MIN_LOG_LEVEL=3 "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m tff_idp.data fetch fashion_mnist >&2 ||
   echo "note: Fashion-MNIST not staged; its real-data tests are skipped" >&2
-# two worker processes (TEST_WORKERS=0: one process, as pytest alone)
+# two worker processes, an idle one taking tests queued for the other (TEST_WORKERS=0: one
+# process, as pytest alone)
 workers="${TEST_WORKERS:-2}"
 if [ "$workers" = "0" ]; then
   exec "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m pytest "$@"
 fi
-exec "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m pytest -n "$workers" "$@"
+exec "${TFF_IDP_VENV:-$root/.venv}/bin/python" -m pytest -n "$workers" --dist worksteal "$@"
