@@ -6,7 +6,8 @@ before, the one after) of ``shakespeare-leaf``, from one of three initialisation
 model: Keras' defaults (``char_lstm``), LEAF's TensorFlow 1 defaults (glorot-uniform embedding
 and combined LSTM kernels, forget bias 1; models/shakespeare/stacked_lstm.py) or PyTorch's
 defaults (``char_lstm_torch``). Prints the test loss and accuracy on 3,000 seeded test windows
-every 100 steps (``--eval-every``); the plateau is the commonest next character's share (16.5%, a space).
+every 100 steps (``--eval-every``); the plateau is the commonest next character's share
+(16.5%, a space).
 ``--task per-position`` trains TFF's task instead (every one of the 80 positions predicts
 the character after it; the accuracy over all positions, and LEAF's, the last position's).
 

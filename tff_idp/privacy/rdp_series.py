@@ -15,7 +15,7 @@ These are the series dp_accounting evaluates term by term in Python
 (``rdp_privacy_accountant._compute_log_a_int`` / ``_compute_log_a_frac``): the same terms,
 the same stopping rule (the fractional series ends with the first term whose log is below
 -30), summed here as arrays. A fractional order at a large rate (q = 0.6) takes ~15 ms there
-and under 0.1 ms here; a SAMPLE calibration evaluates thousands of them. Equal to
+and about 0.3 ms here; a SAMPLE calibration evaluates thousands of them. Equal to
 dp_accounting's values to float64 summation order (tests/privacy/test_rdp_series.py).
 Free of TensorFlow, like all of ``tff_idp.privacy``.
 """
