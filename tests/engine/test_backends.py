@@ -155,8 +155,8 @@ def test_fast_chunk_size_and_lanes_do_not_change_the_model():
              "batch_size=4", "momentum=0.9")
     one = _final_weights(_experiment('["idp_fedavg"]', extra + ("fast_chunk_size=64",)),
                          "idp_fedavg", "fast", mode="cohort")
-    for placement in (("fast_chunk_size=5", "fast_lanes=4"),):
-        placed = _final_weights(_experiment('["idp_fedavg"]', extra + placement),
-                                "idp_fedavg", "fast", mode="cohort")
-        for a, b in zip(one, placed):
-            np.testing.assert_allclose(a, b, atol=TOL, err_msg=str(placement))
+    placed = _final_weights(_experiment('["idp_fedavg"]',
+                                        extra + ("fast_chunk_size=5", "fast_lanes=4")),
+                            "idp_fedavg", "fast", mode="cohort")
+    for a, b in zip(one, placed):
+        np.testing.assert_allclose(a, b, atol=TOL)
