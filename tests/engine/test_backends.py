@@ -38,6 +38,8 @@ def _run(exp, method, backend, mode=None):
         loop.BACKENDS[backend] = real
     if mode is not None:
         assert captured["runner"].mode == mode
+    if backend == "fast":      # traced once whatever the chunks' sizes (_any_chunk_size)
+        assert captured["runner"]._chunk_fn.experimental_get_tracing_count() == 1
     return captured["runner"].weights, rows
 
 
@@ -65,6 +67,7 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
         _silence(exp, method)
     tff_w, tff_rows = _run(exp, method, "tff")
     fast_w, fast_rows = _run(exp, method, "fast")
+    assert len({r["cohort"] for r in fast_rows}) == 2       # two chunk sizes, one trace
     for a, b in zip(tff_w, fast_w):
         np.testing.assert_allclose(a, b, atol=TOL)
     clips = [r["adaptive_clip"] for r in tff_rows]

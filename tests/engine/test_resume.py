@@ -13,11 +13,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _args(out, method, extra=()):
+    return ["--quiet", "--set", f"output_dir=\"{out}\"", "--set", f"methods=[\"{method}\"]",
+            "--set", "rounds=4", "--set", "num_clients=60", "--set", "checkpoint_every=1",
+            "--set", "expected_rate=0.2", "--set", "name=\"resume\""] + \
+        [a for kv in extra for a in ("--set", kv)]
+
+
 def _cmd(out, method, extra=()):
-    return [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", f"output_dir=\"{out}\"",
-            "--set", f"methods=[\"{method}\"]", "--set", "rounds=4", "--set", "num_clients=60",
-            "--set", "checkpoint_every=1", "--set", "expected_rate=0.2", "--set",
-            "name=\"resume\""] + [a for kv in extra for a in ("--set", kv)]
+    return [sys.executable, "-m", "tff_idp.run"] + _args(out, method, extra)
 
 
 def _metrics(out, method):
@@ -47,11 +51,14 @@ def _metrics(out, method):
                    "num_clients=8", "expected_rate=0.4", "local_steps=1", "batch_size=4",
                    "momentum=0.9", "test_examples=32", "curve_test_examples=16",
                    'backend="fast"'))])
-def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, method, extra):
+def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, monkeypatch, method, extra):
+    from tff_idp import run
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    subprocess.run(_cmd(whole, method, extra), cwd=ROOT, env=env, check=True, capture_output=True,
-                   timeout=300)
+    # the uninterrupted run in this process (the same code as the command's; one start-up
+    # of TensorFlow fewer), the killed and the resumed ones as the commands a user gives
+    monkeypatch.chdir(ROOT)
+    assert run.main(_args(whole, method, extra)) == 0
     ckpt = killed / "resume" / f"{method}-seed0.partial" / "checkpoint.npz"
     proc = subprocess.Popen(_cmd(killed, method, extra), cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

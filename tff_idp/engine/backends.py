@@ -129,6 +129,7 @@ class FastBackend:
         self.gathered = [c or (bool(ph.epochs) and self.cohort_model is not None)
                          for c, ph in zip(self.cached, program.phases)]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
+        self._traced = False
 
     @property
     def weights(self):
@@ -278,9 +279,12 @@ class FastBackend:
             if a and stop_requested():       # a long round stops at the next chunk; nothing
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
-            part, e, s, rows = self._chunk_fn(
-                self._weights, self.state, _chunk_tensors(data, a, b),
-                groups[a:b], seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
+            args = (self._weights, self.state, _chunk_tensors(data, a, b), groups[a:b],
+                    seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
+            if not (self._traced or tf.config.functions_run_eagerly()):
+                self._chunk_fn.get_concrete_function(*_any_chunk_size(args))   # one trace
+                self._traced = True
+            part, e, s, rows = self._chunk_fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e
             stats += s
@@ -307,6 +311,23 @@ class FastBackend:
                 "mean_update_norm": float(norm),
                 "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
+
+
+def _any_chunk_size(args):
+    """The chunk function's arguments as specs whose per-client arguments (the phases'
+    arrays, groups, seeds, slots, personal rows) have any number of rows. Traced with these
+    first, the function is traced once: a chunk of another size is a subtype of them, where
+    tracing with the first chunk's sizes made the next size trace it again
+    (``reduce_retracing``), 1-2 s of every run's first rounds; the ops are the same."""
+    def spec(t):
+        if t is None:
+            return None
+        t = tf.convert_to_tensor(t)
+        return tf.TensorSpec([None] + t.shape.as_list()[1:], t.dtype)
+
+    weights, state, data, groups, seeds, slots, counts, lr, personal = args
+    return (weights, state, tf.nest.map_structure(spec, data), spec(groups), spec(seeds),
+            spec(slots), counts, lr, [spec(p) for p in personal])
 
 
 def _chunk_tensors(data, a: int, b: int):

@@ -92,6 +92,14 @@ def _unsupported_reason(model) -> Optional[str]:
     return None
 
 
+def _not_converted(fn):
+    """Called as written inside a ``tf.function``, not rewritten by AutoGraph: this module's
+    control flow is Python's over layers and shapes known when tracing (no tensor decides a
+    branch), so AutoGraph's conversion of it (about 1 s of every run's first trace, the
+    layer functions beneath included) changes nothing in the graph."""
+    return tf.autograph.experimental.do_not_convert(fn)
+
+
 class CohortModel:
     """``apply(params, x)`` of a supported Keras model for K clients at once (module doc)."""
 
@@ -123,6 +131,7 @@ class CohortModel:
     def why_not(model) -> Optional[str]:
         return _unsupported_reason(model)
 
+    @_not_converted
     def apply(self, params: List[tf.Tensor], x: tf.Tensor, upto=None) -> tf.Tensor:
         """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]
         (``upto``: the output of that layer instead, [K, B, ...])."""
@@ -142,6 +151,7 @@ class CohortModel:
         h, layout = out[(upto or self.model.layers[-1]).name]
         return _to_clients(h, layout, k)
 
+    @_not_converted
     def features(self, params: List[tf.Tensor], x: tf.Tensor, chunk: int = 256,
                  images: int = 2048) -> tf.Tensor:
         """The read-out's input features [K, n, f] of every client's examples ``x``
@@ -164,6 +174,7 @@ class CohortModel:
         feats = tf.transpose(feats, [1, 0, 2, 3])
         return tf.reshape(feats, [k, n + pad, -1])[:, :n]
 
+    @_not_converted
     def apply_readout(self, params: List[tf.Tensor], feats: tf.Tensor) -> tf.Tensor:
         """Logits [K, B, classes] from features [K, B, f] and the read-out's tensors
         (``readout_tensors`` order): the sum of its Dense layers."""
