@@ -38,7 +38,8 @@ def _run(exp, method, backend, mode=None):
         loop.BACKENDS[backend] = real
     if mode is not None:
         assert captured["runner"].mode == mode
-    if backend == "fast":      # traced once whatever the chunks' sizes (_any_chunk_size)
+    if backend == "fast" and max(r["cohort"] for r in rows) < exp.cfg.fast_chunk_size:
+        # cohorts in part chunks: traced once whatever their sizes (_any_chunk_size)
         assert captured["runner"]._chunk_fn.experimental_get_tracing_count() == 1
     return captured["runner"].weights, rows
 

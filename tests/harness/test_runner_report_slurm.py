@@ -23,8 +23,21 @@ def _run(args, **kw):
                           capture_output=True, text=True, timeout=600, **kw)
 
 
-def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table):
-    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
+def _run_here(args, capfd, monkeypatch):
+    """``python -m tff_idp.run args`` in this process, one start-up of TensorFlow fewer
+    than :func:`_run` (the same ``main``): its result with the exit status and stderr."""
+    from tff_idp import run
+    monkeypatch.chdir(ROOT)
+    capfd.readouterr()
+    code = run.main(args)
+    return subprocess.CompletedProcess(args, code, "", capfd.readouterr().err)
+
+
+def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table, capfd,
+                                                                          monkeypatch):
+    def here(*args):
+        return _run_here(list(args), capfd, monkeypatch)
+    first = here(str(table), "--scale", "smoke", "--quiet")
     assert first.returncode == 0, first.stderr[-1500:]
     assert "4 runs, 0 complete, 4 to run" in first.stderr
     spec = load_table(str(table))
@@ -36,7 +49,7 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     assert "paper's numbers are left out at smoke scale" in md and "80.00" not in md
     row = next(l for l in md.splitlines() if l.startswith("| digits | p_fedavg |"))
     assert " / " not in row and "(+" not in row and "(-" not in row, row
-    again = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet"])
+    again = here(str(table), "--scale", "smoke", "--quiet")
     assert again.returncode == 0 and "4 runs, 4 complete, 0 to run" in again.stderr
     # an interrupted run (only its .partial folder) and a deleted one are run again
     victim = units[1].folder
@@ -50,8 +63,9 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     # minutes)
     before = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
     for jobs in ("1", "2"):          # in this process, and through harness.task workers
-        forced = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--force",
-                       "--methods", "p_fedavg", "--jobs", jobs])
+        forced = (here if jobs == "1" else lambda *a: _run(["tff_idp.run", *a]))(
+            str(table), "--scale", "smoke", "--quiet", "--force", "--methods", "p_fedavg",
+            "--jobs", jobs)
         assert forced.returncode == 0, forced.stderr[-1500:]
         assert "2 runs, 2 complete, 2 to run (--force: complete ones too)" in forced.stderr
         after = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
@@ -64,8 +78,8 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     md = report.read_text()
     assert "| digits | dp_fedavg |" in md and "| digits | p_fedavg |" in md
     part = table.parent / "part"
-    assert _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
-                 "p_fedavg", "--report-dir", str(part)]).returncode == 0
+    assert here(str(table), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
+                "--report-dir", str(part)).returncode == 0
     md = (part / "report.md").read_text()
     assert "| digits | p_fedavg |" in md and "dp_fedavg" not in md
 
@@ -330,19 +344,20 @@ def test_report_of_a_computed_table(tmp_path):
     assert (tmp_path / "fig1" / "rates.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_a_run_another_table_made_with_the_same_config_is_copied_not_trained(table):
+def test_a_run_another_table_made_with_the_same_config_is_copied_not_trained(table, capfd,
+                                                                             monkeypatch):
     """Table B shares its 1x column with table A (same settings, another name): those runs
     are copied from A's folders with REUSED.json; its 3x column is trained."""
     from tff_idp.harness.reuse import REUSED
-    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--methods",
-                  "p_fedavg", "--no-report"])
+    first = _run_here([str(table), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
+                       "--no-report"], capfd, monkeypatch)
     assert first.returncode == 0, first.stderr[-1500:]
     other = table.with_name("other.toml")
     other.write_text(table.read_text().replace('name = "tiny"', 'name = "other"')
                      .replace('labels = ["1x", "2x"]', 'labels = ["1x", "3x"]')
                      .replace("values = [1.0, 2.0]", "values = [1.0, 3.0]"))
-    second = _run(["tff_idp.run", str(other), "--scale", "smoke", "--quiet", "--methods",
-                   "p_fedavg", "--no-report"])
+    second = _run_here([str(other), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
+                        "--no-report"], capfd, monkeypatch)
     assert second.returncode == 0, second.stderr[-1500:]
     assert "other: 1 run copied from a complete run of the same config in tiny" in second.stderr
     assert "2 runs, 1 complete, 1 to run" in second.stderr           # counted after the copy
@@ -570,14 +585,16 @@ def test_replot_redraws_the_figure_from_the_reports_curves_alone(table, tmp_path
     assert "curves.csv does not exist" in refused.stderr and not (out / "curves.csv").exists()
 
 
-def test_archived_runs_regenerate_the_report_and_are_not_trained_again(table_in_runs, tmp_path):
+def test_archived_runs_regenerate_the_report_and_are_not_trained_again(table_in_runs, tmp_path,
+                                                                       capfd, monkeypatch):
     """A table under a runs/ folder: ``report --archive`` copies its complete runs into
     runs/archive/; with the results folder gone (a fresh clone), ``report`` redraws the same
     table from the archive and ``run`` trains only what was never archived."""
     from tff_idp.harness.archive import archive_root
     from tff_idp.harness.reuse import REUSED
     table, runs = table_in_runs, tmp_path / "runs"
-    first = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--no-report"])
+    first = _run_here([str(table), "--scale", "smoke", "--quiet", "--no-report"], capfd,
+                      monkeypatch)
     assert first.returncode == 0, first.stderr[-1500:]
     spec = load_table(str(table))
     units = expand(spec, "smoke")
@@ -604,7 +621,8 @@ def test_archived_runs_regenerate_the_report_and_are_not_trained_again(table_in_
     table.write_text(table.read_text().replace('labels = ["1x", "2x"]', 'labels = ["1x", "3x"]')
                      .replace("values = [1.0, 2.0]", "values = [1.0, 3.0]"))
     shutil.rmtree(tmp_path / "runs" / "results")
-    grown = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--no-report"])
+    grown = _run_here([str(table), "--scale", "smoke", "--quiet", "--no-report"], capfd,
+                      monkeypatch)
     assert grown.returncode == 0, grown.stderr[-1500:]
     assert "1 run copied from a complete run of the same config in tiny (archived in" \
         in grown.stderr and "2 runs, 1 complete, 1 to run" in grown.stderr

@@ -282,7 +282,8 @@ class FastBackend:
             args = (self._weights, self.state, _chunk_tensors(data, a, b), groups[a:b],
                     seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
             if not (self._traced or tf.config.functions_run_eagerly()):
-                self._chunk_fn.get_concrete_function(*_any_chunk_size(args))   # one trace
+                if len(infos) - a < self.chunk:      # a part chunk: its size will vary
+                    self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
                 self._traced = True
             part, e, s, rows = self._chunk_fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
@@ -315,10 +316,13 @@ class FastBackend:
 
 def _any_chunk_size(args):
     """The chunk function's arguments as specs whose per-client arguments (the phases'
-    arrays, groups, seeds, slots, personal rows) have any number of rows. Traced with these
-    first, the function is traced once: a chunk of another size is a subtype of them, where
-    tracing with the first chunk's sizes made the next size trace it again
-    (``reduce_retracing``), 1-2 s of every run's first rounds; the ops are the same."""
+    arrays, groups, seeds, slots, personal rows) have any number of rows. A run whose first
+    chunk is a part chunk (a cohort smaller than ``fast_chunk_size``, whose size changes
+    every round) traces with these first, once: a chunk of another size is a subtype of
+    them, where tracing at the first chunk's size made the next size trace it again
+    (``reduce_retracing``), 1-2 s of such a run. A run whose first chunk is full keeps that
+    trace for its full chunks: the graph of known sizes is the faster one (Shakespeare's
+    LSTM in chunks of 8: about 1.4x, docs/backends.md)."""
     def spec(t):
         if t is None:
             return None
