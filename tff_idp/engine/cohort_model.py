@@ -95,8 +95,8 @@ def _unsupported_reason(model) -> Optional[str]:
 def _not_converted(fn):
     """Called as written inside a ``tf.function``, not rewritten by AutoGraph: this module's
     control flow is Python's over layers and shapes known when tracing (no tensor decides a
-    branch), so AutoGraph's conversion of it (about 1 s of every run's first trace, the
-    layer functions beneath included) changes nothing in the graph."""
+    branch), so AutoGraph's conversion of it (0.6 s of CPU of a run's first trace, the
+    layer functions beneath included; docs/backends.md) changes nothing in the graph."""
     return tf.autograph.experimental.do_not_convert(fn)
 
 
