@@ -63,9 +63,9 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     # minutes)
     before = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}
     for jobs in ("1", "2"):          # in this process, and through harness.task workers
-        forced = (here if jobs == "1" else lambda *a: _run(["tff_idp.run", *a]))(
-            str(table), "--scale", "smoke", "--quiet", "--force", "--methods", "p_fedavg",
-            "--jobs", jobs)
+        args = (str(table), "--scale", "smoke", "--quiet", "--force", "--methods", "p_fedavg",
+                "--jobs", jobs)
+        forced = here(*args) if jobs == "1" else _run(["tff_idp.run", *args])
         assert forced.returncode == 0, forced.stderr[-1500:]
         assert "2 runs, 2 complete, 2 to run (--force: complete ones too)" in forced.stderr
         after = {u.label: (u.folder / "summary.json").stat().st_mtime_ns for u in units}

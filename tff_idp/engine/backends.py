@@ -129,7 +129,6 @@ class FastBackend:
         self.gathered = [c or (bool(ph.epochs) and self.cohort_model is not None)
                          for c, ph in zip(self.cached, program.phases)]
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
-        self._traced = False
 
     @property
     def weights(self):
@@ -281,10 +280,10 @@ class FastBackend:
             b = a + self.chunk
             args = (self._weights, self.state, _chunk_tensors(data, a, b), groups[a:b],
                     seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
-            if not (self._traced or tf.config.functions_run_eagerly()):
-                if len(infos) - a < self.chunk:      # a part chunk: its size will vary
-                    self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
-                self._traced = True
+            if (len(infos) - a < self.chunk         # a part chunk first: its size will vary
+                    and self._chunk_fn.experimental_get_tracing_count() == 0
+                    and not tf.config.functions_run_eagerly()):
+                self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
             part, e, s, rows = self._chunk_fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             extra = e if extra is None else extra + e
@@ -323,11 +322,10 @@ def _any_chunk_size(args):
     (``reduce_retracing``), 1-2 s of such a run. A run whose first chunk is full keeps that
     trace for its full chunks: the graph of known sizes is the faster one (Shakespeare's
     LSTM in chunks of 8: about 1.4x, docs/backends.md)."""
-    def spec(t):
+    def spec(t):             # a numpy array or a tensor, not converted (no copy)
         if t is None:
             return None
-        t = tf.convert_to_tensor(t)
-        return tf.TensorSpec([None] + t.shape.as_list()[1:], t.dtype)
+        return tf.TensorSpec([None] + list(t.shape[1:]), tf.as_dtype(t.dtype))
 
     weights, state, data, groups, seeds, slots, counts, lr, personal = args
     return (weights, state, tf.nest.map_structure(spec, data), spec(groups), spec(seeds),
