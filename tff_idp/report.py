@@ -50,8 +50,9 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     """{(dataset, column, method): {"acc": [...], "seconds": [...], "wall": [(set-up,
     evaluation) seconds, or None where the summary has no wall time], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
-    "not_covered": reasons the ledger's epsilon does not bound a run's releases}} from the
-    complete results folders."""
+    "not_covered": reasons the ledger's epsilon does not bound a run's releases, "segments":
+    [each complete run's segments: ``engine.segments``]}} from the complete results folders."""
+    from .engine.segments import of_summary
     from .harness import cost
     from .results import is_complete, reported_accuracy
     cells: Dict[tuple, dict] = {}
@@ -60,7 +61,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
                               "observers": [], "audits": [], "unreadable": [],
-                              "metric": "test_accuracy"})
+                              "metric": "test_accuracy", "segments": []})
         if not is_complete(u.folder):
             c["missing"].append(u.label)
             continue
@@ -77,6 +78,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c["acc"].append(100.0 * reported_accuracy(s))
         c.setdefault("seeds", []).append(u.seed)
         c["seconds"].append(float(s["seconds_total"]))
+        c["segments"].append(of_summary(s))
         c["wall"].append((float(s["seconds_setup"]), float(s["seconds_eval"]))
                          if s.get("seconds_wall") is not None else None)
         if s.get("data_note"):
@@ -545,14 +547,37 @@ def plot_rates(spec: TableSpec, sweep, path: Path) -> Path:
     return path
 
 
+def where_trained(cells) -> str:
+    """The processes and machines that trained the complete runs' rounds, by kind of machine
+    (``engine.segments``; runs made before segments were kept count as not recorded)."""
+    from .engine.segments import summarise
+    w = summarise([seg for c in cells.values() for seg in c.get("segments", [])])
+    plural = lambda n, word, many=None: f"{n} {word if n == 1 else many or word + 's'}"
+    if not w["kinds"]:
+        return ("not recorded (runs made before summary.json kept `segments`; `machine` "
+                "there names the last process's host only).")
+    kinds = "; ".join(
+        f"{plural(k['rounds'], 'round')}, {k['seconds']:.0f} s on {kind} "
+        f"({plural(k['machines'], 'machine')})" for kind, k in sorted(w["kinds"].items()))
+    text = (f"{plural(w['processes'], 'process', 'processes')} on "
+            f"{plural(w['machines'], 'machine')} (one machine: one host and boot; "
+            f"summary.json: segments): {kinds}")
+    if w["unrecorded_rounds"]:
+        text += (f"; {plural(w['unrecorded_rounds'], 'round')} on machines not recorded "
+                 "(trained before segments were kept)")
+    return text + "."
+
+
 def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     """Measured time at this scale and estimated GPU hours at paper scale."""
     from .harness import cost
     lines = []
     secs = sum(sum(c["seconds"]) for c in cells.values())
     done = sum(len(c["acc"]) for c in cells.values())
-    lines.append(f"- Training time of the {done} complete runs at `{scale}` scale on this "
-                 f"machine: {secs:.0f} s (sum of per-run training time; excludes start-up).")
+    lines.append(f"- Training time of the {done} complete runs at `{scale}` scale: {secs:.0f} s "
+                 "(sum of per-run training time, each round timed by the process that trained "
+                 "it; excludes start-up).")
+    lines.append(f"- Where they trained: {where_trained(cells)}")
     walls = [w for c in cells.values() for w in c["wall"]]
     if walls and None not in walls:
         setup, evals = (sum(w[i] for w in walls) for i in (0, 1))
@@ -567,8 +592,8 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
                      "runs that record it (summary.json: peak_memory_bytes).")
     here_flops = sum(c["flops"] for c in cells.values())
     if secs > 0 and here_flops > 0:
-        lines.append(f"- Achieved rate here: {here_flops / secs / 1e9:.1f} GFLOP/s "
-                     "(model FLOPs / training time).")
+        lines.append(f"- Achieved rate: {here_flops / secs / 1e9:.1f} GFLOP/s "
+                     "(model FLOPs / training time, on the machines above).")
     paper_units = expand(spec, "paper")
     costs = [cost.unit_cost(u.cfg) for u in paper_units]
     flops = sum(c["flops"] for c in costs)

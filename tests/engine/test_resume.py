@@ -76,6 +76,9 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, monkeypatch, method, 
     import json
     summary = json.loads((killed / "resume" / f"{method}-seed0" / "summary.json").read_text())
     assert summary["resumed_from_round"] is not None and summary["resumed_from_round"] >= 1
+    # the killed process's rounds up to its checkpoint, then the resuming process's
+    k = summary["resumed_from_round"]
+    assert [s["rounds"] for s in summary["segments"]] == [[1, k], [k + 1, summary["rounds"]]]
     assert _metrics(killed, method) == _metrics(whole, method)
     if method in ("dp_fedrep", "dp_pfeddsu"):
         assert "personal_test_accuracy" in _metrics(whole, method)[-1]

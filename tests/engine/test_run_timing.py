@@ -29,6 +29,11 @@ def test_the_summary_accounts_for_training_evaluation_and_set_up(tmp_path):
     assert summary["seconds_wall"] == pytest.approx(
         train + evals + summary["seconds_setup"], abs=1e-3)
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
+    # one process trained it: one segment, the rounds' own seconds, this machine
+    (seg,) = summary["segments"]
+    assert seg["rounds"] == [1, 3] and seg["seconds"] == pytest.approx(train, abs=1e-3)
+    assert seg["eval_seconds"] == pytest.approx(evals, abs=1e-3) and seg["cpu_seconds"] > 0
+    assert seg["machine"] == summary["machine"] and seg["machine"]["cores"] >= 1
     # its own peak memory: at least the process's size now, far below an earlier larger peak
     assert summary["peak_memory_scope"] == "run"
     assert summary["peak_memory_bytes"] >= 100 * 2 ** 20
@@ -71,3 +76,38 @@ def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(t
     _, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
     assert resumed["resumed_from_round"] == 2
     assert resumed["seconds_eval"] is None and resumed["seconds_wall"] is None
+
+
+def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_path,
+                                                                           monkeypatch):
+    """The segments travel in the checkpoint: a run resumed at round 2 has the first
+    process's rounds 1-2 and its own round 3, their seconds the rows'; resumed from a
+    checkpoint made before segments were kept, rounds 1-2 have no machine."""
+    from tff_idp import config
+    from tff_idp.engine import loop
+    from tff_idp.engine.experiment import prepare
+    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+                                     "checkpoint_every=2", 'backend="fast"']))
+    first_rows, first, _ = loop.run_method(exp, "p_fedavg", progress=False,
+                                           checkpoint_dir=tmp_path)
+    rows, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
+    assert resumed["resumed_from_round"] == 2
+    before, mine = resumed["segments"]
+    assert before["rounds"] == [1, 2] and mine["rounds"] == [3, 3]
+    assert before["seconds"] == pytest.approx(sum(r["seconds"] for r in first_rows[:2]),
+                                              abs=1e-3)
+    assert before["machine"] == first["machine"] and mine["machine"] == resumed["machine"]
+    assert before["seconds"] + mine["seconds"] == pytest.approx(resumed["seconds_total"],
+                                                                 abs=1e-3)
+    real = loop.load_checkpoint
+
+    def old_checkpoint(folder, fingerprint):
+        state = real(folder, fingerprint)
+        state["segments"] = None
+        return state
+
+    monkeypatch.setattr(loop, "load_checkpoint", old_checkpoint)
+    _, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
+    before, mine = resumed["segments"]
+    assert before["rounds"] == [1, 2] and before["machine"] is None
+    assert before["cpu_seconds"] is None and mine["rounds"] == [3, 3]

@@ -326,13 +326,28 @@ def test_report_cost_lines_add_up_each_runs_training_evaluation_and_start_up(tab
     from tff_idp.report import write_report
     spec = load_table(str(table))
     units = expand(spec, "paper")                    # 8 runs
-    timing = {"seconds_setup": 1.5, "seconds_eval": 0.5, "seconds_wall": 4.0}
-    for u in units:
-        _fake_result(u, 0.5, [0.3, 0.4, 0.5], timing)
+    timing = {"seconds_setup": 1.5, "seconds_eval": 0.5, "seconds_wall": 4.0, "rounds": 3}
+    cpu = {"host": "vm", "cpu": "AMD EPYC", "cores": 2, "ran_on": "cpu", "gpus": []}
+    gpu = {"host": "node7", "boot": "b7", "cpu": "Xeon", "cores": 32, "ran_on": "gpu",
+           "gpus": ["NVIDIA RTX A6000"]}
+    for i, u in enumerate(units):
+        segs = [  # two runs resumed on a second boot of one CPU machine; one run on a GPU
+            [{"rounds": [1, 2], "seconds": 1.0, "machine": dict(cpu, boot="b1")},
+             {"rounds": [3, 3], "seconds": 1.0, "machine": dict(cpu, boot="b2")}],
+            [{"rounds": [1, 1], "seconds": 0.5, "machine": dict(cpu, boot="b1")},
+             {"rounds": [2, 3], "seconds": 1.5, "machine": dict(cpu, boot="b2")}],
+            [{"rounds": [1, 3], "seconds": 2.0, "machine": gpu}]]
+        _fake_result(u, 0.5, [0.3, 0.4, 0.5],
+                     dict(timing, **({"segments": segs[i]} if i < 3 else {})))
     md = write_report(spec, "paper").read_text()
-    assert "Training time of the 8 complete runs at `paper` scale on this machine: 16 s" in md
+    assert "Training time of the 8 complete runs at `paper` scale: 16 s" in md
     assert ("Wall time of those runs: 32 s: training 16 s, evaluation 4 s, start-up 12 s"
             in md)
+    # the five runs without segments count as not recorded; a machine is a host and a boot
+    assert ("Where they trained: 5 processes on 3 machines (one machine: one host and boot; "
+            "summary.json: segments): 6 rounds, 4 s on AMD EPYC, 2 cores (2 machines); "
+            "3 rounds, 2 s on NVIDIA RTX A6000 (1 machine); 15 rounds on machines not "
+            "recorded (trained before segments were kept).") in md
 
 
 def test_report_of_a_computed_table(tmp_path):

@@ -2,9 +2,11 @@
 
 ``checkpoint.npz`` (read with ``allow_pickle=False``: opening someone else's results folder
 runs no code) holds the backend's state arrays, the personal store, the ledger's
-participation counts, per-round mechanisms and per-client server-side precision, and one JSON string: the run fingerprint, the
-rounds done, the sampler's generator state, the rows so far and a SHA-256 over everything
-else. The ledger itself is rebuilt from the config and these counts, not stored as an object.
+participation counts, per-round mechanisms and per-client server-side precision, and one
+JSON string: the run fingerprint, the rounds done, the sampler's generator state, the rows
+so far, the segments (which process and machine trained which rounds: ``engine.segments``)
+and a SHA-256 over everything else. The ledger itself is rebuilt from the config and these
+counts, not stored as an object.
 
 A checkpoint that cannot be read, fails its checksum (a flipped bit) or was made with another
 config is set aside as ``checkpoint.npz.bad`` with one line on stderr, and the run starts
@@ -47,7 +49,7 @@ def _digest(arrays: Dict[str, np.ndarray], meta: dict) -> str:
 def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
                     backend: List[np.ndarray], personal: List[np.ndarray], rng_state: dict,
                     participation: np.ndarray, history: List, rows: List[dict],
-                    server_precision: np.ndarray) -> None:
+                    server_precision: np.ndarray, segments: Optional[List[dict]] = None) -> None:
     arrays = {f"backend_{i}": np.asarray(a) for i, a in enumerate(backend)}
     arrays.update({f"personal_{i}": np.asarray(a) for i, a in enumerate(personal)})
     arrays["participation"] = np.asarray(participation, np.int64)
@@ -55,7 +57,7 @@ def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
     arrays["server_precision"] = np.asarray(server_precision, np.float64)
     meta = {"fingerprint": fingerprint, "rounds_done": int(rounds_done),
             "backend": len(backend), "personal": len(personal), "rng": rng_state,
-            "rows": rows}
+            "rows": rows, "segments": segments}
     meta = json.loads(json.dumps(meta, default=_plain))     # as it will be read back
     meta["sha256"] = _digest(arrays, meta)
     arrays["meta"] = np.array(json.dumps(meta, default=_plain))
@@ -72,7 +74,8 @@ def _set_aside(path: Path, why: str) -> None:
 def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     """The checkpoint in ``folder`` made with ``fingerprint``, or None (none there, or one
     set aside: unreadable, checksum failed, another config). Returns {"rounds_done",
-    "backend", "personal", "rng", "participation", "history", "rows", "server_precision"}."""
+    "backend", "personal", "rng", "participation", "history", "rows", "server_precision",
+    "segments"} (segments None in a checkpoint made before they were kept)."""
     if folder is None:
         return None
     folder = Path(folder)
@@ -103,4 +106,4 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
             "personal": [arrays[f"personal_{i}"] for i in range(meta["personal"])],
             "rng": meta["rng"], "participation": arrays["participation"],
             "history": arrays["history"].tolist(), "rows": meta["rows"],
-            "server_precision": arrays["server_precision"]}
+            "server_precision": arrays["server_precision"], "segments": meta.get("segments")}

@@ -44,6 +44,7 @@ from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, e
 from .experiment import Experiment, plan_summary
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
+from .segments import SegmentLog, machine
 
 
 GROUP_NOISE_STREAM = 1 << 30      # the third part of the group-noise base seed (rounds < it)
@@ -300,12 +301,14 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         ledger.history = [[tuple(g) for g in r] for r in resumed["history"]]
         ledger.server_precision = np.asarray(resumed["server_precision"], dtype=float)
         rows, start = resumed["rows"], resumed["rounds_done"]
+    segments = SegmentLog(cfg.device, rows, None if resumed is None else resumed["segments"])
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
                disable=not progress, leave=False, initial=start, total=cfg.rounds)
     setup = time.perf_counter() - started
     with StopRequests() as stop:
         rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
-                       rows, fingerprint, checkpoint_dir, on_round, stop, audit, client_eval)
+                       rows, fingerprint, checkpoint_dir, on_round, stop, audit, client_eval,
+                       segments)
     bar.close()
     summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
                        setup)
@@ -314,6 +317,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     # not be reset and earlier work in the process may have set it
     summary["peak_memory_bytes"] = peak_rss_bytes()
     summary["peak_memory_scope"] = "run" if own_peak else "process"
+    summary["segments"] = segments.upto(rows)    # which process and machine trained what
     if audit is not None:
         t0 = time.perf_counter()
         groups = summary["privacy"].get("groups")
@@ -386,22 +390,23 @@ def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram,
 
 
 def _checkpoint(checkpoint_dir, fingerprint, rounds_done, runner, store, rng_state, ledger,
-                rows) -> None:
+                rows, segments) -> None:
     """Everything a resumed run needs after ``rounds_done`` rounds, into its folder."""
     save_checkpoint(Path(checkpoint_dir), fingerprint, rounds_done, runner.snapshot(),
                     store.snapshot(), rng_state, ledger.participation, ledger.history, rows,
-                    ledger.server_precision)
+                    ledger.server_precision, segments.upto(rows))
 
 
 def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, store,
-                       rng_before, ledger, rows, bar, stop):
+                       rng_before, ledger, rows, segments, bar, stop):
     """A stop request reached round ``rnd`` between two chunks of clients: nothing of the
     round was applied (the backend updates weights and state at its end), so the run stops
     at the checkpoint of the rounds before, with the random state from before the round's
     cohort was drawn: resuming redoes the round exactly."""
     bar.close()
     if checkpoint_dir is not None and rnd > 0:
-        _checkpoint(checkpoint_dir, fingerprint, rnd, runner, store, rng_before, ledger, rows)
+        _checkpoint(checkpoint_dir, fingerprint, rnd, runner, store, rng_before, ledger, rows,
+                    segments)
         where = (f"resume from the checkpoint of round {rnd} by running the same command "
                  f"(round {rnd + 1} is done again)")
     else:
@@ -422,7 +427,7 @@ def curve_test_set(x, y, count, seed):
 
 
 def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
-            fingerprint, checkpoint_dir, on_round, stop, audit=None, client_eval=None):
+            fingerprint, checkpoint_dir, on_round, stop, audit, client_eval, segments):
     """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
     the current round with a checkpoint and one line."""
     cfg, plan = exp.cfg, exp.plans[method]
@@ -471,7 +476,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                                                  **extra)
             except RoundInterrupted:
                 _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner,
-                                   store, rng_before, ledger, rows, bar, stop)
+                                   store, rng_before, ledger, rows, segments, bar, stop)
             store.scatter(ids, kept)
             if not ids:                  # nothing trained: no loss or clipping to show
                 measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
@@ -513,7 +518,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
         due = every and (rnd + 1) % every == 0
         if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
             _checkpoint(checkpoint_dir, fingerprint, rnd + 1, runner, store,
-                        rng.bit_generator.state, ledger, rows)
+                        rng.bit_generator.state, ledger, rows, segments)
         if on_round is not None:
             on_round(row)
         if stop.signum is not None and rnd + 1 < cfg.rounds:
@@ -525,19 +530,6 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
                   file=sys.stderr)
             raise SystemExit(stop.exit_status)
     return rows
-
-
-def machine(device: str) -> dict:
-    """Where the run ran: host, the device asked for and the GPUs TensorFlow saw (names)."""
-    import socket
-    gpus = []
-    for g in tf.config.list_physical_devices("GPU"):
-        try:
-            gpus.append(tf.config.experimental.get_device_details(g).get("device_name", g.name))
-        except (ValueError, RuntimeError):
-            gpus.append(g.name)
-    return {"host": socket.gethostname(), "device": device,
-            "ran_on": "gpu" if gpus and device != "cpu" else "cpu", "gpus": gpus}
 
 
 HEARTBEAT = "heartbeat.json"
