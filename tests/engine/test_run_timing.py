@@ -111,3 +111,18 @@ def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_p
     before, mine = resumed["segments"]
     assert before["rounds"] == [1, 2] and before["machine"] is None
     assert before["cpu_seconds"] is None and mine["rounds"] == [3, 3]
+
+
+@pytest.mark.parametrize("segments", [
+    None, [], "garbage", [{"rounds": [3, 1], "machine": None}], [{"machine": None}],
+    [{"rounds": [1, 3], "seconds": "slow", "machine": None}],
+    [{"rounds": [1, 3], "seconds": 2.0, "machine": {"gpus": [1]}}]])
+def test_a_summary_without_readable_segments_counts_as_one_unrecorded_segment(segments):
+    """Summaries from before segments were kept, or with a malformed list, never break a
+    report: all the run's rounds on a machine not recorded."""
+    from tff_idp.engine.segments import of_summary, summarise
+    s = {"rounds": 3, "seconds_total": 2.0, **({} if segments is None else
+                                              {"segments": segments})}
+    assert of_summary(s) == [{"rounds": [1, 3], "seconds": 2.0, "machine": None}]
+    assert summarise([of_summary(s)]) == {"processes": 0, "machines": 0,
+                                          "unrecorded_rounds": 3, "kinds": {}}

@@ -125,9 +125,12 @@ def of_summary(summary: dict) -> List[dict]:
     try:
         if isinstance(segs, list) and segs and all(
                 int(s["rounds"][0]) <= int(s["rounds"][1]) and
-                (s.get("machine") is None or isinstance(s["machine"], dict)) for s in segs):
+                float(s.get("seconds") or 0.0) >= 0 and
+                (s.get("machine") is None or isinstance(s["machine"], dict) and
+                 all(isinstance(g, str) for g in s["machine"].get("gpus", [])))
+                for s in segs):
             return segs
-    except (KeyError, TypeError, ValueError, IndexError):
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         pass
     return [{"rounds": [1, int(summary.get("rounds") or 0)],
              "seconds": summary.get("seconds_total"), "machine": None}]
