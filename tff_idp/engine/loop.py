@@ -44,7 +44,7 @@ from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, e
 from .experiment import Experiment, plan_summary
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
-from .segments import SegmentLog, machine
+from .segments import SegmentLog
 
 
 GROUP_NOISE_STREAM = 1 << 30      # the third part of the group-noise base seed (rounds < it)
@@ -311,7 +311,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
                        segments)
     bar.close()
     summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
-                       setup)
+                       setup, segments)
     # resident memory at its highest in this process since the run began (a resumed run:
     # its last process), the data already loaded included; "process" where the peak could
     # not be reset and earlier work in the process may have set it
@@ -547,7 +547,7 @@ def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> Non
 
 
 def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
-             setup: float) -> dict:
+             setup: float, segments: SegmentLog) -> dict:
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     secs = [r["seconds"] for r in rows]
@@ -579,7 +579,7 @@ def _summary(exp, method, runner, rows, start, split, store, ledger, personal_ev
         # a resumed run: every round's training and evaluation, the last process's set-up
         "seconds_wall": float(np.sum(secs) + eval_total + setup) if timed else None,
         "plan": plan_summary(plan, exp.setting),
-        "machine": machine(cfg.device),
+        "machine": segments.machine,
         **({"data_note": exp.data.note} if exp.data.note else {}),
         **plugin.summary_extras(plan, cfg),
         **({} if split.trivial else {"personal": {
