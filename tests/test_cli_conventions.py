@@ -80,6 +80,16 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys, monkeypatch):
     assert set(result["seconds_per_round"]) == {"ours_fast", "ceiling"}
     assert result["eval_seconds_per_1000"] > 0 and result["modes"]["ours_fast"] == "cohort"
     assert "TF_NUM_INTRAOP_THREADS" not in os.environ       # no lanes: TF's default
+    # the timings say where they were measured: this machine's CPU, cores, threads, boot
+    from tff_idp.engine.segments import cpu_model
+    m = result["machine"]
+    assert (m["cpu"], m["cores"], m["intra_op_threads"]) == (cpu_model(), os.cpu_count(),
+                                                              "default")
+    assert m["boot"] and m["host"]
+    printed = capsys.readouterr().out
+    assert "a target at every position" in printed
+    assert (f"  on {cpu_model()}, {os.cpu_count()} cores, intra-op threads default, host "
+            f"{m['host']} (boot {m['boot']})\n") in printed
     # several chunk sizes and lanes: the fast runner once at each, in one process, which
     # asks for one intra-op thread as `run` does for fast_lanes > 1
     assert bench.main(["--model", "char_lstm", "--clients", "3", "--steps", "1", "--chunk",
@@ -88,8 +98,9 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys, monkeypatch):
     result = json.loads(out.read_text())
     assert set(result["seconds_per_round"]) == {"ours_fast@2", "ours_fast@3x2"}
     assert result["tf_num_intraop_threads"] == os.environ["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert result["machine"]["intra_op_threads"] == "1"
     printed = capsys.readouterr().out
-    assert "a target at every position" in printed and "one intra-op thread" in printed
+    assert "one intra-op thread" in printed
 
 
 def test_lanes_off_a_gpu_ask_tensorflow_for_one_intra_op_thread(monkeypatch):

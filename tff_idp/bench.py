@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .engine.segments import describe as where, machine
+
 
 # stock TFF; our TFF backend; our fast backend with each client drawing its noise share
 # (noise_draw="client") or the server drawing each group's noise (noise_draw="group");
@@ -277,7 +279,8 @@ def _bench(args, only, tff):
     out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
            "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
            "example_steps_per_round": k * steps * b, "modes": modes,
-           "tf_num_intraop_threads": os.environ.get("TF_NUM_INTRAOP_THREADS")}
+           "tf_num_intraop_threads": os.environ.get("TF_NUM_INTRAOP_THREADS"),
+           "machine": machine("auto")}
     sec = out["seconds_per_round"]
     if "eval" in sec:
         out["eval_seconds_per_1000"] = 1000 * sec.pop("eval") / args.eval_examples
@@ -303,6 +306,7 @@ def _bench(args, only, tff):
         print(f"  evaluation       {out['eval_seconds_per_1000']:8.3f} s per 1,000 test "
               f"examples (median of {args.rounds} passes over {args.eval_examples})")
     print(f"  peak RSS {peak_mb:.0f} MB -> {path}")
+    print("  " + where(out["machine"]))
     if args.one_thread_per_op:
         print("  every runner above ran with one intra-op thread (TF_NUM_INTRAOP_THREADS=1, "
               "as `run` sets it for fast_lanes > 1); a run without lanes times them at "
@@ -349,7 +353,7 @@ def _bench_method(args) -> int:
     out = {"config": vars(args), "seconds_per_round": sec,
            "all_rounds": {m: r[1] for m, r in results.items()},
            "cohort_faster_by": ratio, "peak_rss_mb": peak_mb, "modes": modes,
-           "training_examples": examples}
+           "training_examples": examples, "machine": machine("auto")}
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
@@ -360,6 +364,7 @@ def _bench_method(args) -> int:
         print(f"  {m:<12} {x:8.3f} s/round")
     print(f"  cohort mode is {ratio:.2f}x faster than clients one after another; peak RSS "
           f"{peak_mb:.0f} MB -> {path}")
+    print("  " + where(out["machine"]))
     return 0
 
 

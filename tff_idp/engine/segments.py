@@ -93,6 +93,18 @@ class SegmentLog:
             "machine": self.machine}]
 
 
+def kind(m: dict) -> str:
+    """What trains on ``m``: its GPUs' names when it ran on them, else CPU model and cores."""
+    return (", ".join(m["gpus"]) if m.get("ran_on") == "gpu" and m.get("gpus")
+            else f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores")
+
+
+def describe(m: dict) -> str:
+    """One line for a timing's reader: the kind of machine, intra-op threads, host and boot."""
+    return (f"on {kind(m)}, intra-op threads {m.get('intra_op_threads', '?')}, host "
+            f"{m.get('host', '?')} (boot {m.get('boot') or '?'})")
+
+
 def summarise(segments: List[List[dict]]) -> dict:
     """Over the segments of several runs: processes and machines that recorded theirs, the
     rounds and training seconds on each kind of machine (CPU model and cores, or GPUs), and
@@ -107,9 +119,7 @@ def summarise(segments: List[List[dict]]) -> dict:
                 continue
             processes += 1
             machines.add((m.get("host"), m.get("boot")))
-            kind = (", ".join(m["gpus"]) if m.get("ran_on") == "gpu" and m.get("gpus")
-                    else f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores")
-            k = kinds.setdefault(kind, {"machines": set(), "rounds": 0, "seconds": 0.0})
+            k = kinds.setdefault(kind(m), {"machines": set(), "rounds": 0, "seconds": 0.0})
             k["machines"].add((m.get("host"), m.get("boot")))
             k["rounds"] += n
             k["seconds"] += float(s.get("seconds") or 0.0)
