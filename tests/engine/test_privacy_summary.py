@@ -57,7 +57,10 @@ def test_server_epsilon_of_three_default_run_clients_matches_an_independent_acco
             assert k == row["participations_max"] and k > 0
             theirs = ind.epsilon(lambda a: k * ind.observed_gaussian_rdp(1.0, sigmas[int(g)], a),
                                  1, ledger.delta)
-            assert server[top] == pytest.approx(theirs, rel=0.01) and server[top] <= theirs
+            # never looser than the independent value; the same orders and conversion can
+            # tie it, and a tie differs by float rounding from one CPU's libm to another's
+            assert server[top] == pytest.approx(theirs, rel=0.01)
+            assert server[top] <= theirs * (1 + 1e-12)
             assert row["server_epsilon"] == pytest.approx(server[members].max())
             assert row["server_epsilon"] > row["realised_epsilon"]     # no amplification
         assert summary["privacy"]["within_budget"]
