@@ -60,7 +60,7 @@ def test_server_epsilon_of_three_default_run_clients_matches_an_independent_acco
             # never looser than the independent value; the same orders and conversion can
             # tie it, and a tie differs by float rounding from one CPU's libm to another's
             assert server[top] == pytest.approx(theirs, rel=0.01)
-            assert server[top] <= theirs * (1 + 1e-12)
+            assert server[top] <= theirs * (1 + 1e-9)
             assert row["server_epsilon"] == pytest.approx(server[members].max())
             assert row["server_epsilon"] > row["realised_epsilon"]     # no amplification
         assert summary["privacy"]["within_budget"]
