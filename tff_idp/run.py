@@ -150,15 +150,33 @@ def summary_rows(summaries, reference=None):
         })
         if s.get("audit"):                # the canary audit (tff_idp.audit.canaries)
             a = s["audit"]
-            rows[-1][AUDIT] = " | ".join(
-                f"{a[k]['one_shot_estimate']:.2g} / {a[k]['lower_bound']['epsilon']:.2g}"
-                for k in ("final_model", "every_round"))
+            rows[-1][AUDIT] = " | ".join(audit_cell(a[k]) for k in ("final_model",
+                                                                     "every_round"))
         if reference:
             paper = reference.get(s["method"])
             ours = 100 * reported_accuracy(s)
             rows[-1]["paper_%"] = "-" if paper is None else f"{paper:.2f}"
             rows[-1]["delta"] = "-" if paper is None else f"{ours - paper:+.2f}"
     return rows
+
+
+def audit_cell(observer: dict) -> str:
+    """One observer's audit as the run table shows it: the estimate [its bootstrap interval]
+    / the lower bound (the audit's ceiling), and "cannot detect" where the ceiling is not
+    above the ledger's epsilon (docs/audit.md)."""
+    bound = observer["lower_bound"]
+    interval = observer.get("one_shot_interval")
+    est = f"{observer['one_shot_estimate']:.2g}"
+    if interval:
+        est += f" [{interval[0]:.2g}, {interval[1]:.2g}]"
+    text = f"{est} / {bound['epsilon']:.2g}"
+    if "ceiling" in bound:
+        text += f" (max {bound['ceiling']:.2g})"
+    if bound.get("verdict") == "cannot detect":
+        text += " cannot detect"
+    elif bound.get("verdict") == "leak detected":
+        text += " LEAK"
+    return text
 
 
 def main(argv=None) -> int:
@@ -408,10 +426,12 @@ def _train_all(exp, args) -> int:
         print(textwrap.fill(
             f"Canary audit of privacy group {a['group']} ({a['canaries']} canaries, "
             f"{a['inserted']} inserted; not in the accuracy): Andrew et al.'s one-shot "
-            f"estimate / Steinke et al.'s lower bound at {a['confidence']:.0%} confidence, for "
-            "who sees the final model | every round's model; compare with the group's epsilon "
-            "vs model viewers. Per-canary scores: canaries.csv and canaries.png in each run "
-            "folder.", 100))
+            "estimate [90% bootstrap interval] / Steinke et al.'s lower bound at "
+            f"{a['confidence']:.0%} confidence family-wise (max: the largest bound this many "
+            "canaries can give), for who sees the final model | every round's model; compare "
+            "with the group's epsilon vs model viewers. 'cannot detect': the max is not above "
+            "that epsilon, so this audit could not have shown a leak there (docs/audit.md). "
+            "Per-canary scores: canaries.csv and canaries.png in each run folder.", 100))
     for s in summaries:
         why = s["privacy"].get("guarantee", {}).get("why_not_valid")
         if why:

@@ -8,6 +8,7 @@ from scipy import stats
 
 from tff_idp.audit import (best_lower_bound, cosine_scores, gaussian_pair_delta, guesses,
                            lower_bound, one_shot_epsilon, p_value)
+from tff_idp.audit import bounds
 from tff_idp.privacy.gaussian_releases import exact_gaussian_delta, exact_gaussian_epsilon
 
 
@@ -79,7 +80,10 @@ def test_best_lower_bound_separated_and_overlapping_scores():
     clean = np.where(inserted, 1.0, 0.0) + 1e-3 * rng.normal(size=1000)   # noise off
     best = best_lower_bound(clean, inserted, 1e-5, 0.95)
     assert best["correct"] == best["guesses"] == 500
-    assert best["epsilon"] == pytest.approx(lower_bound(1000, 500, 500, 1e-5, 0.95))
+    # five guess counts, each at beta / 5: the family-wise level is the one stated
+    assert best["confidence"] == 0.95 and best["per_test_confidence"] == pytest.approx(0.99)
+    assert best["epsilon"] == pytest.approx(lower_bound(1000, 500, 500, 1e-5, 0.99))
+    assert best["epsilon"] == pytest.approx(best["ceiling"])
     noisy = np.where(inserted, 0.05, 0.0) + rng.normal(size=1000)         # heavy noise
     assert best_lower_bound(noisy, inserted, 1e-5, 0.95)["epsilon"] < 0.5
     assert stats.binom.sf(0, 1, 0.5) == 0.5            # scipy's convention the formula uses
@@ -99,3 +103,132 @@ def test_the_closed_form_null_is_the_random_directions_cosine():
     null_like = spread / spread.std(ddof=1) * d ** -0.5
     assert one_shot_epsilon_null(null_like + d ** -0.5, d, 1e-5) == pytest.approx(
         exact_gaussian_epsilon(1.0, 1e-5), rel=1e-3)
+
+
+def _numeric_pair_delta(eps, a, s, b, t):
+    """The hockey-stick divergence integrated on a fine grid (the closed form's check)."""
+    spread = max(s, t)
+    x = np.linspace(min(a, b) - 14 * spread, max(a, b) + 14 * spread, 400_001)
+    p, q = stats.norm.pdf(x, a, s), stats.norm.pdf(x, b, t)
+    dx = x[1] - x[0]
+    return max(np.sum(np.maximum(p - math.exp(eps) * q, 0)) * dx,
+               np.sum(np.maximum(q - math.exp(eps) * p, 0)) * dx)
+
+
+@pytest.mark.parametrize("eps,a,s,b,t", [(0.5, 1.0, 2.0, 0.0, 1.0), (1.0, 0.3, 0.5, 0.0, 1.0),
+                                         (2.0, 3.0, 1.2, -0.5, 0.9), (0.0, 0.0, 1.0, 0.0, 3.0),
+                                         (4.0, 0.0, 1.0, 0.0, 1.5)])
+def test_gaussian_pair_delta_closed_form_matches_numerical_integration(eps, a, s, b, t):
+    assert gaussian_pair_delta(eps, a, s, b, t) == pytest.approx(
+        _numeric_pair_delta(eps, a, s, b, t), rel=1e-5, abs=1e-9)
+
+
+def test_well_separated_fits_give_infinity_not_overflow():
+    """Means 1,000 stds apart: no epsilon up to the cap separates them; evaluating the pair
+    at epsilon 1,024 used to overflow math.exp (issue 56)."""
+    assert gaussian_pair_delta(1024.0, 1e3, 1.0, 0.0, 1.0) == pytest.approx(1.0)
+    assert bounds._separating_epsilon((1e3, 1.0, 0.0, 1.0), 1e-5) == math.inf
+    assert one_shot_epsilon([1e3, 1e3 + 1], [0.0, 1.0], 1e-5) == math.inf
+
+
+def test_p_value_vectorised_equals_the_formula_term_by_term():
+    """Thm. 3's window maximum summed term by term (the former loop) against the suffix
+    sums, on cases with v from 1 to 300."""
+    for m, r, v, eps, delta in ((500, 300, 240, 1.2, 1e-4), (50, 20, 1, 0.3, 1e-3),
+                                (1000, 100, 77, 0.0, 1e-5), (10, 10, 10, 3.0, 1e-2)):
+        p = 1 / (1 + math.exp(-eps))
+        worst, window = 0.0, 0.0
+        for i in range(1, v + 1):
+            window += stats.binom.pmf(v - i, r, p)
+            worst = max(worst, window / i)
+        expected = min(1.0, stats.binom.sf(v - 1, r, p) + 2 * m * delta * worst)
+        assert p_value(m, r, v, eps, delta) == pytest.approx(expected, rel=1e-10)
+
+
+def test_a_bound_on_twenty_thousand_guesses_takes_seconds():
+    """The allowed maximum of canaries (100,000) tries up to 50,000 guesses a count; one
+    bound on 20,000 took 86 s with a scipy call per guess. Budget: 5 s (usually < 0.2)."""
+    import time
+    start = time.perf_counter()
+    eps = lower_bound(40_000, 20_000, 12_000, 1e-5, 0.99)
+    assert time.perf_counter() - start < 5 and 0.3 < eps < math.log(0.6 / 0.4)
+
+
+def _randomized_response_scores(seed, m, eps):
+    """The tight case of Thm. 3: each canary's score says its true membership with
+    probability e^eps / (1 + e^eps), independently (an eps-DP mechanism per canary)."""
+    rng = np.random.default_rng(seed)
+    inserted = rng.random(m) < 0.5
+    truthful = rng.random(m) < 1 / (1 + math.exp(-eps))
+    return np.where(inserted == truthful, 1.0, -1.0), inserted
+
+
+def test_the_best_of_five_bounds_is_family_wise_at_its_stated_confidence():
+    """Over 200 seeds of a mechanism that is exactly eps-DP (randomized response, where Thm.
+    3 is tight), the reported bound exceeds eps in at most 5% of them at 95%: 9 of 200 with
+    the union bound. The maximum of five counts each at beta = 0.05 (the former rule)
+    exceeds it in 24 of 200 (12%), which this test would catch."""
+    eps, m, delta = 1.0, 1000, 1e-6
+    corrected = uncorrected = 0
+    for seed in range(200):
+        scores, inserted = _randomized_response_scores(seed, m, eps)
+        corrected += best_lower_bound(scores, inserted, delta, 0.95)["epsilon"] > eps
+        uncorrected += max(lower_bound(m, *guesses(scores, inserted, k, k), delta, 0.95)
+                           for k in bounds.guess_counts(m)) > eps
+    assert corrected <= 10 < uncorrected
+
+
+def test_the_ideal_gaussian_mechanism_is_not_bounded_above_its_epsilon():
+    """Scores of the Gaussian mechanism at (0.5, 1e-5) (inserted shifted by its mu): the
+    family-wise bound never exceeds 0.5 over 200 seeds."""
+    from tff_idp.privacy.gaussian_releases import exact_gaussian_epsilon
+    mu = optimize_mu(0.5, 1e-5)
+    assert exact_gaussian_epsilon(mu, 1e-5) == pytest.approx(0.5, rel=1e-4)
+    exceed = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        inserted = rng.random(1000) < 0.5
+        scores = mu * inserted + rng.standard_normal(1000)
+        exceed += best_lower_bound(scores, inserted, 1e-5)["epsilon"] > 0.5
+    assert exceed <= 10
+
+
+def optimize_mu(eps, delta):
+    from scipy import optimize as opt
+    from tff_idp.privacy.gaussian_releases import exact_gaussian_delta
+    return opt.brentq(lambda mu: exact_gaussian_delta(eps, mu) - delta, 1e-3, 20)
+
+
+def test_the_ceiling_and_the_verdicts():
+    """The issue's case: m = 1,000 canaries at delta = 1.07e-3 (the digits run), guesses
+    50 / 100 / 200 / 300 / 500 all right at beta = 0.05 reach at most 0 / 0.69 / 1.64 / 2.11
+    / 2.68; with the union bound over the five the audit's ceiling is 0.51, so a claim of 3.0
+    cannot be tested and no canary count on the grid can (its ceilings peak near 0.81 at 50
+    canaries); at delta 6.98e-5 (FMNIST) 400 canaries can."""
+    reach = [lower_bound(1000, r, r, 1.07e-3, 0.95) for r in (50, 100, 200, 300, 500)]
+    np.testing.assert_allclose(reach, [0, 0.694, 1.640, 2.117, 2.681], atol=2e-3)
+    assert bounds.ceiling(1000, 1.07e-3) == pytest.approx(0.508, abs=2e-3)
+    rng = np.random.default_rng(0)
+    inserted = rng.random(1000) < 0.5
+    noise = rng.standard_normal(1000)
+    cannot = best_lower_bound(noise, inserted, 1.07e-3, claimed_epsilon=3.0)
+    assert cannot["verdict"] == bounds.CANNOT_DETECT
+    assert cannot["canaries_needed"]["canaries"] is None
+    assert cannot["canaries_needed"]["largest_ceiling"] == pytest.approx(0.815, abs=2e-3)
+    assert best_lower_bound(noise, inserted, 1.07e-3, claimed_epsilon=0.3)["verdict"] == \
+        bounds.NO_LEAK
+    separated = np.where(inserted, 1.0, 0.0)
+    assert best_lower_bound(separated, inserted, 1.07e-3, claimed_epsilon=0.3)["verdict"] == \
+        bounds.LEAK
+    assert bounds.canaries_needed(3.0, 6.98e-5)["canaries"] == 400
+
+
+def test_bootstrap_interval_by_hand():
+    """The mean of two values {0, 1} resampled with replacement: 0, 1/2 or 1 with
+    probabilities 1/4, 1/2, 1/4, so the 90% percentile interval is [0, 1]; one value: a
+    point; the same seed, the same interval."""
+    assert bounds.bootstrap_interval(np.mean, [[0.0, 1.0]], seed=0) == (0.0, 1.0)
+    assert bounds.bootstrap_interval(np.mean, [[2.0, 2.0]], seed=0) == (2.0, 2.0)
+    a = bounds.bootstrap_interval(np.mean, [np.arange(50.0)], seed=3, level=0.5)
+    assert a == bounds.bootstrap_interval(np.mean, [np.arange(50.0)], seed=3, level=0.5)
+    assert 18 < a[0] < 24.5 < a[1] < 31

@@ -11,8 +11,10 @@ the released model change and its direction (:func:`cosine_scores`). Two ways to
   dimensions (their closed-form null, :func:`one_shot_epsilon_null`), or, where that does not
   hold (the largest of several rounds' cosines), a Gaussian fitted to them too
   (:func:`one_shot_epsilon`); report the epsilon, at the run's delta, of telling the two
-  Gaussians apart. An estimate, not a bound: with a few hundred canaries the fitted std's
-  sampling error moves it by several percent.
+  Gaussians apart. An estimate, not a bound: its spread comes from the fitted standard
+  deviations' sampling error (with ~500 inserted canaries an ideal mechanism at epsilon 0.5
+  is estimated above 0.5 in a sizeable share of seeds: docs/audit.md measures it), so it is
+  reported with a seeded bootstrap interval (:func:`bootstrap_interval`).
 - **One-run lower bound** (Steinke, Nasr, Jagielski, "Privacy Auditing with One (1) Training
   Run", NeurIPS 2023, Thm. 3 / Alg. 1): each of m canaries is inserted with probability 1/2;
   the auditor guesses "in" for the k+ highest scores and "out" for the k- lowest and abstains
@@ -20,9 +22,11 @@ the released model change and its direction (:func:`cosine_scores`). Two ways to
   of r would satisfy P[W >= v] <= P[Bin(r, p) >= v] + 2 m delta max_{i = 1..v} P[v - i <=
   Bin(r, p) < v] / i with p = e^epsilon / (1 + e^epsilon) (:func:`p_value`); the largest
   epsilon that the observed v rejects at confidence 1 - beta is a lower bound
-  (:func:`lower_bound`), maximised over the guess counts tried (:func:`best_lower_bound`;
-  each count is a separate test, so the maximum is reported with the counts tried, as the
-  paper does).
+  (:func:`lower_bound`). Thm. 3 covers one guess count fixed in advance;
+  :func:`best_lower_bound` tries n counts and tests each at beta / n (a union bound), so the
+  largest of them holds at 1 - beta family-wise. With m canaries no outcome gives more than
+  the audit's :func:`ceiling` (the 2 m delta term caps it): below a claimed epsilon the
+  audit cannot detect a leak at all, and :func:`canaries_needed` says how many would.
 
 Example: with 200 canaries, every one of 100 guesses right gives a bound near 3.5 at 95%::
 
@@ -32,10 +36,12 @@ Example: with 200 canaries, every one of 100 guesses right gives a bound near 3.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
+
+MAX_CANARIES = 100_000      # the most canaries a run may add (config.audit_canaries)
 
 
 def cosine_scores(release: np.ndarray, directions: np.ndarray) -> np.ndarray:
@@ -48,22 +54,60 @@ def cosine_scores(release: np.ndarray, directions: np.ndarray) -> np.ndarray:
 
 def gaussian_pair_delta(epsilon: float, mean_in: float, std_in: float, mean_out: float,
                         std_out: float) -> float:
-    """delta(epsilon) of telling N(mean_in, std_in^2) from N(mean_out, std_out^2), the larger
-    of the two directions' hockey-stick divergences sup_S P(S) - e^epsilon Q(S), integrated
-    numerically on a grid of 200,001 points over +-12 of the larger std (equal stds: Balle &
-    Wang's closed form, which the tests check it against)."""
+    """delta(epsilon) of telling N(mean_in, std_in^2) from N(mean_out, std_out^2): the larger
+    of the two directions' hockey-stick divergences sup_S P(S) - e^epsilon Q(S), in closed
+    form. The supremum is over S = {x: log p(x) - log q(x) > epsilon}, where the log ratio is
+    a quadratic in x: S is a half-line, an interval or the complement of one, and P(S),
+    Q(S) are normal CDF differences. e^epsilon Q(S) is formed in log space, so any epsilon is
+    safe (e^epsilon Q(S) <= P(S) <= 1 on S). Equal stds: Balle & Wang's profile; the tests
+    also check it against numerical integration."""
     if std_in <= 0 or std_out <= 0:
         raise ValueError("both standard deviations must be positive")
-    spread = max(std_in, std_out)
-    lo = min(mean_in, mean_out) - 12 * spread
-    hi = max(mean_in, mean_out) + 12 * spread
-    x = np.linspace(lo, hi, 200_001)
-    dx = x[1] - x[0]
-    p = stats.norm.pdf(x, mean_in, std_in)
-    q = stats.norm.pdf(x, mean_out, std_out)
-    one = np.sum(np.maximum(p - math.exp(epsilon) * q, 0.0)) * dx
-    two = np.sum(np.maximum(q - math.exp(epsilon) * p, 0.0)) * dx
-    return float(max(one, two))
+    return float(max(_hockey_stick(epsilon, mean_in, std_in, mean_out, std_out),
+                     _hockey_stick(epsilon, mean_out, std_out, mean_in, std_in)))
+
+
+def _hockey_stick(epsilon: float, a: float, s: float, b: float, t: float) -> float:
+    """sup_S P(S) - e^epsilon Q(S) for P = N(a, s^2), Q = N(b, t^2) (closed form)."""
+    # log p(x) - log q(x) - epsilon = c2 x^2 + c1 x + c0
+    c2 = 0.5 / t ** 2 - 0.5 / s ** 2
+    c1 = a / s ** 2 - b / t ** 2
+    c0 = 0.5 * b ** 2 / t ** 2 - 0.5 * a ** 2 / s ** 2 + math.log(t / s) - epsilon
+    inf = math.inf
+    if abs(c2) < 1e-12 * max(1.0 / s ** 2, 1.0 / t ** 2):       # equal stds: linear
+        if c1 == 0:
+            region = [(-inf, inf)] if c0 > 0 else []
+        elif c1 > 0:
+            region = [(-c0 / c1, inf)]
+        else:
+            region = [(-inf, -c0 / c1)]
+    else:
+        disc = c1 * c1 - 4 * c2 * c0
+        if disc <= 0:
+            region = [(-inf, inf)] if c2 > 0 else []
+        else:
+            r1, r2 = sorted(((-c1 - math.sqrt(disc)) / (2 * c2),
+                             (-c1 + math.sqrt(disc)) / (2 * c2)))
+            region = [(-inf, r1), (r2, inf)] if c2 > 0 else [(r1, r2)]
+    if not region:
+        return 0.0
+    p_mass = sum(math.exp(_log_mass(lo, hi, a, s)) for lo, hi in region)
+    q_mass = sum(math.exp(min(0.0, epsilon + _log_mass(lo, hi, b, t))) for lo, hi in region)
+    return max(0.0, p_mass - q_mass)
+
+
+def _log_mass(lo: float, hi: float, mean: float, std: float) -> float:
+    """log P[lo < X < hi] for X ~ N(mean, std^2), accurate in either tail."""
+    zl, zh = (lo - mean) / std, (hi - mean) / std
+    if zl >= 0:                                   # upper tail: survival functions
+        a, b = stats.norm.logsf(zl), stats.norm.logsf(zh)
+    else:
+        a, b = stats.norm.logcdf(zh), stats.norm.logcdf(zl)
+    if b == -math.inf:
+        return float(a)
+    if a <= b:
+        return -math.inf
+    return float(a + math.log1p(-math.exp(b - a)))
 
 
 def one_shot_epsilon(scores_in: Sequence[float], scores_out: Sequence[float],
@@ -89,29 +133,53 @@ def one_shot_epsilon_null(scores_in: Sequence[float], dim: int, delta: float) ->
     return _separating_epsilon((a.mean(), max(a.std(ddof=1), 1e-12), 0.0, dim ** -0.5), delta)
 
 
-def _separating_epsilon(fit, delta: float) -> float:
+def _separating_epsilon(fit, delta: float, cap: float = 1e4) -> float:
+    """The smallest epsilon whose delta between the fitted pair is at most ``delta``; inf when
+    even ``cap`` does not separate them (the pair's delta is formed in log space, so a large
+    epsilon never overflows)."""
     f = lambda e: gaussian_pair_delta(e, *fit) - delta
     if f(0.0) <= 0:
         return 0.0
     high = 1.0
     while f(high) > 0:
-        high *= 2
-        if high > 1e4:
+        if high >= cap:
             return math.inf
+        high = min(2 * high, cap)
     return float(optimize.brentq(f, 0.0, high, xtol=1e-6))
+
+
+def bootstrap_interval(statistic: Callable[..., float], samples: Sequence[Sequence[float]],
+                       seed, resamples: int = 500, level: float = 0.90) -> Tuple[float, float]:
+    """Percentile bootstrap interval (Efron) of ``statistic(*samples)``: each sample resampled
+    with replacement, independently, ``resamples`` times from a seeded generator; the
+    (1 - level)/2 and (1 + level)/2 quantiles of the statistic over the resamples; ``seed``:
+    anything ``numpy.random.default_rng`` takes. Used for
+    Andrew et al.'s estimate, whose spread comes mostly from the fitted standard deviations
+    (docs/audit.md measures it on the ideal mechanism)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level={level!r} must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    arrays = [np.asarray(x, float) for x in samples]
+    values = np.array([statistic(*(x[rng.integers(0, len(x), len(x))] for x in arrays))
+                       for _ in range(resamples)])
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
     """Steinke et al., Thm. 3: an upper bound on P[at least v of r guesses right] among m
-    canaries each inserted with probability 1/2, for an (epsilon, delta)-DP mechanism."""
+    canaries each inserted with probability 1/2, for an (epsilon, delta)-DP mechanism:
+    P[Bin(r, p) >= v] + 2 m delta max_{i = 1..v} P[v - i <= Bin(r, p) < v] / i with
+    p = e^epsilon / (1 + e^epsilon). The windows are suffix sums of one vector of binomial
+    probabilities (two scipy calls, whatever v)."""
     if not 0 <= v <= r <= m:
         raise ValueError(f"need 0 <= v <= r <= m, got v={v}, r={r}, m={m}")
-    p = 1.0 / (1.0 + math.exp(-epsilon))
+    p = float(special.expit(epsilon))
     tail = float(stats.binom.sf(v - 1, r, p))
-    worst, window = 0.0, 0.0
-    for i in range(1, v + 1):                 # P[v - i <= Bin(r, p) < v] / i, maximised
-        window += float(stats.binom.pmf(v - i, r, p))
-        worst = max(worst, window / i)
+    if v == 0 or delta == 0:
+        return min(1.0, tail)
+    window = np.cumsum(stats.binom.pmf(np.arange(v - 1, -1, -1), r, p))   # i = 1..v
+    worst = float(np.max(window / np.arange(1, v + 1)))
     return min(1.0, tail + 2 * m * delta * worst)
 
 
@@ -145,18 +213,88 @@ def guesses(scores: Sequence[float], inserted: Sequence[bool], k_in: int,
     return k_in + k_out, int(truth[top].sum() + (~truth[bottom]).sum())
 
 
+FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)    # guess counts tried: r = fraction x m
+
+
+def guess_counts(m: int, fractions: Sequence[float] = FRACTIONS) -> List[int]:
+    """k_in = k_out = fraction x m / 2 for each fraction (at least 1): the guess counts
+    r = 2k that :func:`best_lower_bound` tries."""
+    return [max(1, int(round(f * m / 2))) for f in fractions]
+
+
+def ceiling(m: int, delta: float, confidence: float = 0.95,
+            fractions: Sequence[float] = FRACTIONS) -> float:
+    """The largest bound :func:`best_lower_bound` can report with m canaries: every guess
+    right at the best of its guess counts, each tested at the family-wise share of beta. The
+    2 m delta term of Thm. 3 caps it: no score, however separated, gives more. An audit whose
+    ceiling is below a claimed epsilon cannot detect a leak at that epsilon."""
+    per_test = 1.0 - (1.0 - confidence) / len(fractions)
+    return max(lower_bound(m, 2 * k, 2 * k, delta, per_test) for k in guess_counts(m, fractions))
+
+
+def ceiling_by_canaries(delta: float, confidence: float = 0.95,
+                        fractions: Sequence[float] = FRACTIONS,
+                        most: int = MAX_CANARIES) -> List[Tuple[int, float]]:
+    """(m, :func:`ceiling`) for m = 25 x 2^j up to ``most``. Not monotone in m: more canaries
+    allow more guesses, but Thm. 3's 2 m delta term grows with m (at delta = 1.07e-3 the
+    ceiling peaks near 0.8 at 50-100 canaries)."""
+    grid, m = [], 25
+    while m <= most:
+        grid.append((m, ceiling(m, delta, confidence, fractions)))
+        m *= 2
+    return grid
+
+
+def canaries_needed(epsilon: float, delta: float, confidence: float = 0.95,
+                    fractions: Sequence[float] = FRACTIONS,
+                    most: int = MAX_CANARIES) -> dict:
+    """The smallest canary count of :func:`ceiling_by_canaries` whose ceiling exceeds
+    ``epsilon`` (None when none does), and the grid's largest ceiling with its count."""
+    grid = ceiling_by_canaries(delta, confidence, fractions, most)
+    enough = [m for m, c in grid if c > epsilon]
+    peak_m, peak = max(grid, key=lambda mc: mc[1])
+    return {"canaries": enough[0] if enough else None,
+            "largest_ceiling": peak, "at_canaries": peak_m}
+
+
 def best_lower_bound(scores: Sequence[float], inserted: Sequence[bool], delta: float,
-                     confidence: float = 0.95,
-                     fractions: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.5)) -> dict:
-    """:func:`lower_bound` for guess counts k_in = k_out = fraction x m / 2, the largest of
-    them, with the guesses it rests on."""
+                     confidence: float = 0.95, fractions: Sequence[float] = FRACTIONS,
+                     claimed_epsilon: Optional[float] = None) -> dict:
+    """Steinke et al.'s bound, family-wise at ``confidence``: :func:`lower_bound` for each
+    guess count of :func:`guess_counts`, each tested at confidence 1 - beta / n for n counts
+    (a union bound: Thm. 3 covers a count fixed in advance, and reporting the largest of n
+    tests at beta each would hold only at about 1 - n beta), the largest of them with the
+    guesses it rests on, and the audit's :func:`ceiling`. With ``claimed_epsilon`` (the
+    ledger's), a ``verdict``: "leak detected" (bound above it), "no leak detected" (bound
+    below, ceiling above) or "cannot detect" (ceiling at or below it: no outcome of this
+    audit could have shown a leak), then with :func:`canaries_needed`'s answer."""
     m = len(scores)
+    per_test = 1.0 - (1.0 - confidence) / len(fractions)
     best = {"epsilon": 0.0, "guesses": 0, "correct": 0, "canaries": m,
-            "confidence": confidence}
-    for frac in fractions:
-        k = max(1, int(round(frac * m / 2)))
+            "confidence": confidence, "per_test_confidence": per_test,
+            "correction": f"union bound over {len(fractions)} guess counts "
+                          f"(each tested at beta / {len(fractions)})",
+            "ceiling": ceiling(m, delta, confidence, fractions)}
+    for k in guess_counts(m, fractions):
         r, v = guesses(scores, inserted, k, k)
-        eps = lower_bound(m, r, v, delta, confidence)
+        eps = lower_bound(m, r, v, delta, per_test)
         if eps > best["epsilon"]:
             best.update(epsilon=eps, guesses=r, correct=v)
+    if claimed_epsilon is not None:
+        best.update(verdict(best["epsilon"], best["ceiling"], claimed_epsilon))
+        if best["verdict"] == CANNOT_DETECT:
+            best["canaries_needed"] = canaries_needed(claimed_epsilon, delta, confidence,
+                                                      fractions)
     return best
+
+
+LEAK, NO_LEAK, CANNOT_DETECT = "leak detected", "no leak detected", "cannot detect"
+
+
+def verdict(bound: float, ceiling_: float, claimed_epsilon: float) -> dict:
+    """What a bound says about a claimed epsilon, given the audit's ceiling."""
+    if bound > claimed_epsilon:
+        return {"verdict": LEAK}
+    if ceiling_ > claimed_epsilon:
+        return {"verdict": NO_LEAK}
+    return {"verdict": CANNOT_DETECT}

@@ -96,25 +96,38 @@ class CanaryAudit:
         self.start = np.concatenate([np.ravel(w) for w in weights]).astype(np.float64)
         self.previous = self.start.copy()
 
-    def report(self, weights, delta: float, ledger_epsilon, confidence: float = 0.95) -> dict:
-        """Per observer: Andrew et al.'s estimate and Steinke et al.'s lower bound at
-        ``confidence`` (tff_idp.audit.bounds), beside the ledger's epsilon of the group."""
+    def report(self, weights, delta: float, ledger_epsilon, confidence: float = 0.95,
+               resamples: int = 500) -> dict:
+        """Per observer: Andrew et al.'s estimate with its 90% bootstrap interval (seeded by
+        the audit's seed) and Steinke et al.'s lower bound, family-wise at ``confidence``,
+        with the audit's ceiling and its verdict on the ledger's epsilon of the group
+        (tff_idp.audit.bounds). ``ledger_epsilon``: a number, or a string for a run that is
+        not private (no verdict then)."""
         final = self._cosines(np.concatenate([np.ravel(w) for w in weights]) - self.start)
+        claimed = ledger_epsilon if isinstance(ledger_epsilon, (int, float)) else None
         out = {"group": self.group, "canaries": self.count,
                "inserted": int(self.inserted.sum()),
                "inserted_never_sampled": int((self.inserted & (self.participations == 0)).sum()),
                "delta": delta,
                "ledger_epsilon": ledger_epsilon, "confidence": confidence,
-               "scores": "cosine of the model change with each canary's direction"}
-        estimates = {  # final model: the closed-form null; every round: the max of T cosines
-            "final_model": bounds.one_shot_epsilon_null(final[self.inserted], self.size, delta),
-            "every_round": bounds.one_shot_epsilon(self.round_scores[self.inserted],
-                                                   self.round_scores[~self.inserted], delta)}
-        for name, scores in (("final_model", final), ("every_round", self.round_scores)):
+               "scores": "cosine of the model change with each canary's direction",
+               "estimate_interval": f"90% percentile bootstrap over {resamples} resamples "
+                                    "of the canaries' scores (seeded)"}
+        ins, out_scores = self.round_scores[self.inserted], self.round_scores[~self.inserted]
+        estimators = {  # final model: the closed-form null; every round: the max of T cosines
+            "final_model": (lambda a: bounds.one_shot_epsilon_null(a, self.size, delta),
+                            [final[self.inserted]]),
+            "every_round": (lambda a, b: bounds.one_shot_epsilon(a, b, delta),
+                            [ins, out_scores])}
+        for i, (name, scores) in enumerate((("final_model", final),
+                                            ("every_round", self.round_scores))):
+            estimate, samples = estimators[name]
             out[name] = {
-                "one_shot_estimate": estimates[name],
+                "one_shot_estimate": estimate(*samples),
+                "one_shot_interval": list(bounds.bootstrap_interval(
+                    estimate, samples, seed=[self.seed, 4, i], resamples=resamples)),
                 "lower_bound": bounds.best_lower_bound(scores, self.inserted, delta,
-                                                       confidence)}
+                                                       confidence, claimed_epsilon=claimed)}
         # per canary, for the run folder's canaries.csv and histogram (engine.persist)
         out["canary_scores"] = {"inserted": self.inserted.tolist(),
                                 "participations": self.participations.tolist(),
