@@ -139,6 +139,8 @@ BAD = [
     (["--set", "partition=\"dirichlet\""], "partition_param=None: partition='dirichlet'"),
     (["--set", "sampling=\"uniform\""], "sampling='uniform'"),
     (["--set", "accountant=\"moments\""], "accountant='moments'"),
+    (["--set", "server_accountant=\"prv\""], "server_accountant='prv': must be"),
+    (["--set", "simulation_diagnostics=1"], "simulation_diagnostics=1"),
     (["--set", "sampling=\"fixed\"", "--set", "accountant=\"pld\""],
      "accountant='pld': sampling='fixed' needs accountant='rdp' or 'rdp_basic'"),
     (["--set", "pfa_accounting=\"per-row\"", "--set", "accountant=\"rdp_basic\""],

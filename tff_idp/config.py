@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from .errors import ConfigError  # noqa: F401 (raised here; importers take it from here)
 from .methods import METHODS
 from .models.split import check_spec
-from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS
+from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS
 
 
 def default_tfds_dir(root: str = "datasets") -> str:
@@ -71,6 +71,10 @@ class ExperimentConfig:
     keep_fractions: Optional[List[float]] = None
     sampling: str = "poisson"                 # "poisson" or "fixed" (without replacement)
     accountant: str = "rdp"                   # "rdp", "rdp_basic" (003 Lemma 4) or "pld"
+    # of the epsilon against the server (Gaussian releases composed without sampling): one
+    # of those or "exact" (Balle & Wang; PLD and exact are 10-12% below RDP there); unset:
+    # the run's accountant
+    server_accountant: Optional[str] = None
     group_weighting: str = "paper"            # "paper" (omega_m on group sums) or "normalized"
     calibration_tolerance: Optional[float] = None   # e.g. 0.01: the GDPFed authors' search
     # override per-group rates (gdpfed_opc/_plus, idp_sample)
@@ -97,6 +101,10 @@ class ExperimentConfig:
     # audit_group, each inserted with probability 1/2; 0: no audit
     audit_canaries: int = 0
     audit_group: int = 0                      # the audited privacy group (0: the strictest)
+    # a private run's clients' un-noised train loss, pre-clip norm and clipped fraction:
+    # never sent by the protocol; true: measured by the simulator and written to metrics.csv
+    # as sim_* columns (tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS, docs/privacy.md)
+    simulation_diagnostics: bool = False
     # the personal part of the model, kept by each client (tff_idp.models.split): "none",
     # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
     # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
@@ -361,6 +369,9 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
     if cfg.accountant not in ACCOUNTANTS:
         _fail("accountant", cfg.accountant, f"must be {_one_of(ACCOUNTANTS)}")
+    if cfg.server_accountant is not None and cfg.server_accountant not in SERVER_ACCOUNTANTS:
+        _fail("server_accountant", cfg.server_accountant,
+              f"must be {_one_of(SERVER_ACCOUNTANTS)} (or unset: the run's accountant)")
     if cfg.group_weighting not in ("paper", "normalized"):
         _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
     if cfg.adaptive_clipping not in ("ours", "tff"):

@@ -111,6 +111,15 @@ OBSERVERS_LEGEND = (
     "cohort), client-drawn noise under secure aggregation.")
 
 
+LOCAL_DP_LEGEND = (
+    "MS-PAFL / LDP-FedAvg rows: record-level local DP (replace one record of one client's "
+    "data), each client adding the full sigma to its own upload. The covering epsilon "
+    "(each upload a Gaussian release, sensitivity 2C, composed over the client's "
+    "participations without amplification) holds against the server and the model's viewers "
+    "alike; Theorem 4's epsilon, the paper's, amplifies by check-in and local subsampling and "
+    "does not cover MS-PAFL's private half (tff_idp.methods.mspafl).")
+
+
 def _server_epsilons(priv) -> str:
     """Per group the largest client epsilon against the server, or why there is none."""
     values = [g.get("server_epsilon") for g in priv["groups"].values()]
@@ -130,12 +139,15 @@ def summary_rows(summaries, reference=None):
         if priv.get("groups"):
             eps = _fmt([g["realised_epsilon"] for g in priv["groups"].values()]) + " / " + \
                 _fmt([g["budget"] for g in priv["groups"].values()])
+            eps += f" {priv.get('accountant', 'rdp')}"       # the accountant of each column
             guarantee = priv.get("guarantee", {})
             if guarantee.get("valid") is False:
                 eps += " (not covered)"
             server = _server_epsilons(priv)
+            if not server.startswith("none"):
+                server += f" {priv.get('server_accountant', priv.get('accountant', 'rdp'))}"
         elif priv.get("table_epsilon"):      # a method with its own accounting (MS-PAFL)
-            eps = priv["table_epsilon"]
+            eps = priv.get("viewers_epsilon_text", priv["table_epsilon"])
             server = priv.get("server_epsilon_text", "-")
         rows.append({
             "method": s["method"],
@@ -171,7 +183,7 @@ def audit_cell(observer: dict) -> str:
         est += f" [{interval[0]:.2g}, {interval[1]:.2g}]"
     text = f"{est} / {bound['epsilon']:.2g}"
     if "ceiling" in bound:
-        text += f" (max {bound['ceiling']:.2g})"
+        text += f" (max {bound['ceiling']:.3g})"
     if bound.get("verdict") == "cannot detect":
         text += " cannot detect"
     elif bound.get("verdict") == "leak detected":
@@ -419,8 +431,10 @@ def _train_all(exp, args) -> int:
     from .report import plot_run_curves
     plot = plot_run_curves({m: out_root / run_folder_name(cfg, m) for m in cfg.methods},
                            out_root / f"convergence-seed{cfg.seed}.png", title, cfg.reference)
-    if any(r[EPS_VIEWERS] != "-" for r in table_rows):
+    if any(s["privacy"].get("groups") for s in summaries):
         print(textwrap.fill(OBSERVERS_LEGEND, 100))
+    if any(s["privacy"].get("table_epsilon") for s in summaries):
+        print(textwrap.fill(LOCAL_DP_LEGEND, 100))
     if any(AUDIT in r for r in table_rows):
         a = summaries[0]["audit"]
         print(textwrap.fill(

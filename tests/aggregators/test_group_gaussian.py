@@ -47,8 +47,35 @@ def test_clip_topk_and_reweighting_exact():
     assert set(np.flatnonzero(np.abs(g1) > 1e-6)) <= set(np.flatnonzero(kept))
     meas = out.measurements
     assert meas["cohort_per_group"].tolist() == [2, 1]
-    assert meas["clipped_fraction"] == pytest.approx(2 / 3)
     assert meas["kept_fraction_per_group"] == pytest.approx([1.0, 4 / 7])
+    # the clients' un-noised clipping and norms are not sent unless a simulation asks
+    assert "clipped_fraction" not in meas and "mean_update_norm" not in meas
+    factory = GroupGaussianFactory([1.0, 10.0], [0.0, 0.0], [2, 1], weights=[0.5, 0.5],
+                                   keep_fractions=[1.0, 0.5])
+    factory.client_diagnostics = True
+    proc = factory.create(vt)
+    meas = proc.next(proc.initialize(), clients).measurements
+    assert meas["clipped_fraction"] == pytest.approx(2 / 3)
+    assert meas["mean_update_norm"] == pytest.approx((np.sqrt(29) + np.sqrt(17) +
+                                                      np.sqrt(50)) / 3, rel=1e-6)
+
+
+def _from_clients(type_signature):
+    """The federated_sum / federated_mean calls of a computation's building blocks whose
+    argument is placed at CLIENTS: what leaves the clients, by the type summed."""
+    from tensorflow_federated.python.core.impl.compiler import building_blocks
+    found = []
+
+    def visit(comp):
+        if isinstance(comp, building_blocks.Call) and isinstance(
+                comp.function, building_blocks.Intrinsic) and comp.function.uri in (
+                "federated_sum", "federated_mean", "federated_weighted_mean",
+                "federated_secure_sum_bitwidth"):
+            found.append(comp.argument.type_signature)
+        for child in comp.children():
+            visit(child)
+    visit(type_signature)
+    return found
 
 
 def test_topk_mask_keeps_exactly_the_largest():

@@ -115,10 +115,10 @@ def test_client_loop_mode_matches_tff_backend(monkeypatch):
 
 
 def test_clipping_is_active_in_the_dp_case():
-    exp = _experiment('["dp_fedavg"]', ["clip=0.01"])
+    exp = _experiment('["dp_fedavg"]', ["clip=0.01", "simulation_diagnostics=true"])
     _silence(exp, "dp_fedavg")
     rows, _, _ = loop.run_method(exp, "dp_fedavg", progress=False, backend="fast")
-    assert rows[0]["clipped_fraction"] == pytest.approx(1.0)
+    assert rows[0]["sim_clipped_fraction"] == pytest.approx(1.0)
 
 
 def test_unsupported_methods_fail_clearly():

@@ -84,12 +84,13 @@ def test_pmtl_reference_mode_is_dp_fedavg_fb_and_the_intended_term_changes_train
     def final(exp, method):          # (a later capture re-points an earlier run's "runner")
         exp.plans[method] = dataclasses.replace(exp.plans[method], noise_stddevs=[0.0])
         seen, rows, _ = _run(exp, method, "fast", monkeypatch)
-        return seen["runner"].weights, [r["train_loss"] for r in rows]
+        return seen["runner"].weights, [r["sim_train_loss"] for r in rows]
 
-    ref = _experiment(["pmtl_ft", "dp_fedavg_fb"], ('pmtl_mode="reference"',))
+    ref = _experiment(["pmtl_ft", "dp_fedavg_fb"], ('pmtl_mode="reference"',
+                                                    "simulation_diagnostics=true"))
     a, loss_a = final(ref, "pmtl_ft")
     b, loss_b = final(ref, "dp_fedavg_fb")
-    c, _ = final(_experiment(["pmtl_ft"]), "pmtl_ft")
+    c, _ = final(_experiment(["pmtl_ft"], ("simulation_diagnostics=true",)), "pmtl_ft")
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
     assert loss_a == loss_b

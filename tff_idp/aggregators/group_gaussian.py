@@ -23,8 +23,12 @@ claimed, about 1.15 with the empty-round event). The same holds for adaptive cli
 noised bit count in a round with no client at all.
 
 Measurements (nested under this factory's name by the process): per-group cohort counts,
-clipped fraction, mean pre-clip norm, per-group noise std on the group sum and kept fraction.
-The state holds the per-group parameters, so a process may change them between rounds.
+per-group noise std on the group sum and kept fraction, and with adaptive clipping the clip
+set from the noised count; nothing a client sends un-noised. The clients' clipped fraction
+and mean pre-clip norm are summed only when ``client_diagnostics`` is set (a simulation's
+diagnostic outside the protocol, ``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``; set by
+the round loop, off by default). The state holds the per-group parameters, so a process may
+change them between rounds.
 """
 from __future__ import annotations
 
@@ -83,6 +87,9 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
     """
 
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
+    # sum the clients' un-noised pre-clip norms and clipped indicators (module docstring):
+    # a simulation diagnostic that a deployment must not send; off unless asked for
+    client_diagnostics = False
     # an empty group's sum is released with its noise (module docstring); the round loop
     # runs a round with no client at all through the aggregator for the same reason
     noise_in_empty_rounds = True
@@ -165,11 +172,22 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             # place the update in its group's row: an [M, ...] tensor per weight tensor
             grouped = [tf.reshape(value.group, [m] + [1] * (len(t.shape) - 1)) * t
                        for t in noised]
-            stats = collections.OrderedDict(norm=norm[0], clipped=was_clipped[0], bit=bit[0])
+            stats = collections.OrderedDict()         # what else leaves the client
+            if self.adaptive is not None:              # the noised clipped-count bit
+                stats["bit"] = bit[0]
+            if self.client_diagnostics:                # un-noised: simulation only
+                stats.update(norm=norm[0], clipped=was_clipped[0])
+            if not stats:
+                stats["nothing"] = tf.zeros([0])       # a constant: no client data
             return (tf.nest.pack_sequence_as(update, grouped), stats,
                     self.client_extra(groups, seeds, slots, noised))
 
         grouped_type, _, extra_type = client_step.type_signature.result
+        sends_stats = self.adaptive is not None or self.client_diagnostics
+
+        @tff.tensorflow.computation
+        def no_stats():
+            return collections.OrderedDict(nothing=tf.zeros([0]))
 
         @tff.tensorflow.computation(grouped_type, extra_type, state_type,
                                     tff.TensorType(np.float32, [m]))
@@ -184,18 +202,21 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                                     client_step.type_signature.result[1])
         def measure(kept_fraction, counts, state, stat_sums):
             total = tf.maximum(tf.reduce_sum(counts), 1.0)
-            return collections.OrderedDict(
+            out = collections.OrderedDict(
                 cohort_per_group=counts,
-                clipped_fraction=stat_sums["clipped"] / total,
-                mean_update_norm=stat_sums["norm"] / total,
                 noise_stddev_per_group=state["noise_stddevs"],
                 kept_fraction_per_group=kept_fraction,
                 clip=state["clips"][0])
+            if self.client_diagnostics:
+                out.update(clipped_fraction=stat_sums["clipped"] / total,
+                           mean_update_norm=stat_sums["norm"] / total)
+            return out
 
         @tff.tensorflow.computation(state_type, client_step.type_signature.result[1],
                                     tff.TensorType(np.float32, [m]))
         def update_state(state, stat_sums, counts):
-            return self.state_update_math(state, stat_sums["bit"], counts)
+            bit_sum = stat_sums["bit"] if self.adaptive is not None else tf.zeros([])
+            return self.state_update_math(state, bit_sum, counts)
 
         @tff.federated_computation(init_fn.type_signature.result,
                                    tff.FederatedType(value_type, tff.CLIENTS))
@@ -205,7 +226,10 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                 client_step, (value, tff.federated_broadcast(state),
                               tff.federated_broadcast(counts)))
             group_sums = tff.federated_sum(grouped)
-            stat_sums = tff.federated_sum(stats)
+            if sends_stats:
+                stat_sums = tff.federated_sum(stats)
+            else:                     # nothing besides the noised sums leaves the clients
+                stat_sums = tff.federated_eval(no_stats, tff.SERVER)
             extra_sum = tff.federated_sum(extra)
             result, kept = tff.federated_map(server_step,
                                              (group_sums, extra_sum, state, counts))

@@ -45,13 +45,17 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            momentum: float = 0.0, local_steps: Optional[int] = 5,
                            client_optimizer: str = "sgd", server_lr: float = 1.0,
                            program: Optional[ClientProgram] = None,
-                           weight_decay: float = 0.0):
+                           weight_decay: float = 0.0, client_diagnostics: bool = False):
     """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets.
 
     ``local_steps=None`` trains on the whole client dataset (the runner makes it finite, e.g.
     E epochs). ``client_optimizer``: "sgd" (heavy-ball momentum; GDPFed) or "adam" (paper
     004: Adam, beta = (0.9, 0.999), eps = 1e-7, fresh moments every round).
-    ``server_lr`` scales the aggregate: theta^{t+1} = theta^t + server_lr * aggregate."""
+    ``server_lr`` scales the aggregate: theta^{t+1} = theta^t + server_lr * aggregate.
+    ``client_diagnostics``: also return the cohort's mean train loss, which the clients send
+    un-noised (``metrics.train_loss``): a simulation diagnostic a private deployment must not
+    send (``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``); the factory's own switch of
+    the same name covers the norms and clipping."""
     weights_np = [np.asarray(w, np.float32) for w in initial_weights]
     weights_type = tff.StructWithPythonType(
         [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
@@ -159,8 +163,10 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
             server_apply, (state.weights, agg.result, state.round))
         new_state = tff.federated_zip(collections.OrderedDict(
             weights=new_weights, round=new_round, aggregator=agg.state))
-        metrics = tff.federated_zip(collections.OrderedDict(
-            train_loss=tff.federated_mean(losses), aggregator=agg.measurements))
+        metrics = collections.OrderedDict(aggregator=agg.measurements)
+        if client_diagnostics:         # un-noised client data: a simulation's diagnostic
+            metrics["train_loss"] = tff.federated_mean(losses)
+        metrics = tff.federated_zip(metrics)
         if client_personal is None:
             return new_state, metrics
         return new_state, metrics, kept

@@ -24,7 +24,15 @@ from ..algorithms.client_work import ClientTrainer, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
+from ..privacy.threat_model import diagnostic_columns, diagnostics_release
 from ..runtime import stop_requested
+
+
+def client_diagnostics(cfg, plan) -> dict:
+    """{statistic: metrics.csv column} of the clients' un-noised statistics this run
+    reports (none in a private run unless ``simulation_diagnostics``; ``sim_`` columns then:
+    ``tff_idp.privacy.threat_model``)."""
+    return diagnostic_columns(diagnostics_release(plan.private, cfg.simulation_diagnostics))
 
 
 def _agg_metric(agg, key):
@@ -41,10 +49,12 @@ class TFFBackend:
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
         self.batch_size, self.program = cfg.batch_size, program
+        self.diagnostics = client_diagnostics(cfg, plan)
         self.process = build_group_dp_process(
             model_fn, w0, factory, element_spec, plan.num_aggregation_groups, cfg.local_lr,
             cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
-            cfg.client_optimizer, cfg.server_lr, program, cfg.weight_decay)
+            cfg.client_optimizer, cfg.server_lr, program, cfg.weight_decay,
+            client_diagnostics=bool(self.diagnostics))
         self.state = self.process.initialize()
         self.adaptive = bool(plan.adaptive_clip)   # a fixed clip is not reported (as fast)
 
@@ -84,9 +94,11 @@ class TFFBackend:
         else:
             self.state, metrics = self.process.next(self.state, data, infos)
         agg = metrics.get("aggregator", {})
-        return {"train_loss": float(metrics["train_loss"]),
-                "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
-                "mean_update_norm": _agg_metric(agg, "mean_update_norm"),
+        values = {"train_loss": float(metrics["train_loss"]) if "train_loss" in metrics
+                  else np.nan,
+                  "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
+                  "mean_update_norm": _agg_metric(agg, "mean_update_norm")}
+        return {**{col: values[k] for k, col in self.diagnostics.items()},
                 "adaptive_clip": _agg_metric(agg, "clip") if self.adaptive else np.nan}, \
             list(personal)
 
@@ -109,6 +121,7 @@ class FastBackend:
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
         self.cfg, self.factory, self.program = cfg, factory, program
+        self.diagnostics = client_diagnostics(cfg, plan)
         self.m = plan.num_aggregation_groups
         self.chunk = cfg.fast_chunk_size
         self.model = model_fn()
@@ -307,8 +320,9 @@ class FastBackend:
         next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
         n = float(len(infos))
         norm, clipped, loss, _ = (stats / n).numpy() if infos else (np.nan,) * 4
-        return {"train_loss": float(loss), "clipped_fraction": float(clipped),
-                "mean_update_norm": float(norm),
+        values = {"train_loss": float(loss), "clipped_fraction": float(clipped),
+                  "mean_update_norm": float(norm)}
+        return {**{col: values[k] for k, col in self.diagnostics.items()},
                 "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
 

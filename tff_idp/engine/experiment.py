@@ -47,7 +47,8 @@ def new_ledger(cfg: ExperimentConfig, groups: np.ndarray, setting: PrivacySettin
     return PrivacyLedger(budgets=np.asarray(cfg.budgets)[groups], groups=groups,
                          delta=setting.delta, accountant=cfg.accountant,
                          sampling=cfg.sampling, group_sizes=list(setting.group_sizes),
-                         observed_groups=tuple(plan.observed_groups))
+                         observed_groups=tuple(plan.observed_groups),
+                         server_accountant=cfg.server_accountant)
 
 
 def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:

@@ -35,6 +35,7 @@ from ..algorithms.client_work import ClientProgram
 from ..config import PLACEMENT_KEYS, ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
+from ..privacy.threat_model import diagnostic_columns, diagnostics_release
 from ..errors import RoundInterrupted
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
@@ -122,6 +123,9 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
             raise ConfigError(f"personal={program.split.spec!r}: the aggregator of "
                               f"{method!r} cannot keep its noise off the personal part")
         factory.shared_masks = list(program.split.masks)
+    if hasattr(factory, "client_diagnostics"):   # clients' un-noised statistics: see
+        factory.client_diagnostics = bool(         # privacy.threat_model.CLIENT_DIAGNOSTICS
+            diagnostic_columns(diagnostics_release(plan.private, cfg.simulation_diagnostics)))
     x = exp.data.x_train
     # a phase of epochs keeps a short last batch
     batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
@@ -490,7 +494,7 @@ def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledg
         row = {"round": rnd + 1, "cohort": len(ids),
                "cohort_per_group": "/".join(str(len(c)) for c in cohort),
                **{k: measurements.get(k, np.nan) for k in
-                  ("train_loss", "clipped_fraction", "mean_update_norm", "adaptive_clip")},
+                  list(runner.diagnostics.values()) + ["adaptive_clip"]},
                "seconds": round(seconds, 4)}
         if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
             t_eval = time.perf_counter()

@@ -42,6 +42,8 @@ from scipy import optimize
 from . import rdp_series
 
 ACCOUNTANTS = ("rdp", "rdp_basic", "pld")
+# of the server-side epsilon, a composition of Gaussians without sampling (privacy.ledger)
+SERVER_ACCOUNTANTS = ACCOUNTANTS + ("exact",)
 # the RDP accountants: the same RDP curve, two conversions to (epsilon, delta)
 RDP_ACCOUNTANTS = ("rdp", "rdp_basic")
 SAMPLINGS = ("poisson", "fixed")

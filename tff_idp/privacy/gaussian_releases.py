@@ -39,7 +39,9 @@ def composed_gaussian_epsilon(precision: float, delta: float, accountant: str = 
     whose multipliers z_t satisfy sum_t 1/z_t^2 = ``precision`` (module docstring): 0 for
     no release, inf for an un-noised one. ``accountant``: as the run's (``"rdp"``,
     ``"rdp_basic"``: the Gaussian's RDP alpha * precision / 2 on dp-accounting's orders and
-    that accountant's conversion; ``"pld"``: dp-accounting's PLD of one Gaussian)."""
+    that accountant's conversion; ``"pld"``: dp-accounting's PLD of one Gaussian; ``"exact"``:
+    Balle & Wang's analytic profile of the one Gaussian with mu = sqrt(precision) that the
+    composition is, :func:`exact_gaussian_epsilon`, which PLD approximates)."""
     _check("delta", delta, 0.0, 1.0)
     if isinstance(precision, bool) or not precision >= 0:
         raise ValueError(f"precision={precision!r} must be >= 0")
@@ -47,6 +49,8 @@ def composed_gaussian_epsilon(precision: float, delta: float, accountant: str = 
         return 0.0
     if math.isinf(precision):
         return math.inf
+    if accountant == "exact":
+        return exact_gaussian_epsilon(math.sqrt(precision), delta)
     if accountant == "pld":
         acc = make_accountant("pld")
         acc.compose(dp_accounting.GaussianDpEvent(1.0 / math.sqrt(precision)))

@@ -12,7 +12,8 @@ reader never has to infer the trust model from the config:
 - **The server** (``observers.server``): it draws the cohort, so no amplification holds
   against it. With ``noise_draw="client"`` (GDPFed Alg. 1 line 13) each client adds its share
   of its group's noise before anything leaves it and, under secure aggregation, the server
-  sees only noised group sums: each round a client took part in is a Gaussian release of its
+  sees the noised group sums and the other quantities of :data:`RELEASED` (no client's
+  un-noised loss, norm or clipping: :data:`CLIENT_DIAGNOSTICS`): each round a client took part in is a Gaussian release of its
   clipped update (zero-out neighbour, sensitivity C, its group's sigma), composed over those
   rounds: the ledger's ``server_epsilon`` per group (the largest of its clients'). With
   ``noise_draw="group"`` the server draws the noise and can subtract it: no guarantee against
@@ -26,7 +27,43 @@ summary's ``budget_met_against`` says in words.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
+
+# What the clients' un-noised statistics are: each round's mean train loss, the mean pre-clip
+# update norm and the clipped fraction. None of them is noised, so none may leave the
+# clients in a private run: the protocol (both backends' round and the TFF computation)
+# releases only the noised group sums, the cohort counts (the server drew the cohort), the
+# noise std and kept fraction (its own parameters and post-processing), PFA's noised public
+# rows and, with adaptive clipping, the noised clipped-count sum and the clip it sets. The
+# simulator can still measure the three when asked (``simulation_diagnostics = true``):
+# metrics.csv then holds them as ``sim_<name>`` columns, never sent by the protocol. In a
+# run that is not private (P-FedAvg, FedRep) the server sees raw updates anyway and they are
+# released under their plain names.
+CLIENT_DIAGNOSTICS = ("train_loss", "clipped_fraction", "mean_update_norm")
+RELEASED = ("the noised group sums (what secure aggregation reveals)",
+            "the cohort per group (the server drew it)",
+            "the noise std per group and the kept fraction per group (server parameters and "
+            "post-processing of the noised sums)",
+            "with adaptive clipping: the noised clipped-count sum and the clip it sets",
+            "PFA: each public client's noised row (accounted per client, observed_groups)")
+
+
+def diagnostics_release(private: bool, simulation_diagnostics: bool) -> Optional[str]:
+    """How a run's clients' un-noised statistics (:data:`CLIENT_DIAGNOSTICS`) are reported:
+    ``"released"`` (not private: plain columns), ``"simulation"`` (private, measured by the
+    simulator only: ``sim_`` columns) or None (private: not measured, not sent)."""
+    if not private:
+        return "released"
+    return "simulation" if simulation_diagnostics else None
+
+
+def diagnostic_columns(release: Optional[str]) -> Dict[str, str]:
+    """{statistic: metrics.csv column} for a :func:`diagnostics_release` mode."""
+    if release is None:
+        return {}
+    prefix = "sim_" if release == "simulation" else ""
+    return {k: prefix + k for k in CLIENT_DIAGNOSTICS}
+
 
 RELATIONS = {"poisson": "add/remove one client (the clipped sum moves by at most C)",
              "fixed": "replace one client (the clipped sum moves by up to 2C)"}
@@ -65,6 +102,9 @@ def guarantee(sampling: str, noise_draw: str, accounting_gap: Optional[str] = No
         against = "those who see the released models only (a trusted server)"
     out = {"neighbouring_relation": RELATIONS[sampling], "noise_drawn_by": drawn_by,
            "trusted_server": noise_draw == "group", "protects_against": against,
+           "released": list(RELEASED),
+           "not_released": "the clients' un-noised " + ", ".join(CLIENT_DIAGNOSTICS) +
+                           " (simulation_diagnostics: sim_ columns, simulator only)",
            "observers": {"model_viewers": viewers, "server": server},
            "valid": accounting_gap is None}
     if within_budget is not None:
