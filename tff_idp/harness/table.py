@@ -33,6 +33,7 @@ seed is a *unit*: one run, one results folder. ``--scale`` shrinks every unit co
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -347,6 +348,56 @@ def is_table(path: str) -> bool:
         return False
 
 
+MAX_SEEDS = 1000           # seeds a table may list (each seed is every cell's run again)
+
+
+def _finite_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_schema(raw: dict) -> None:
+    """The type of every section and [table] key of a table config, before anything reads
+    them (a wrong type is a one-line ConfigError naming the key, never a traceback)."""
+    for section in ("table", "base", "datasets", "axis", "reference", "bounds"):
+        if section in raw and not isinstance(raw[section], dict):
+            _fail(section, raw[section], f"must be a [{section}] section (a table of keys)")
+    if "claims" in raw and not (isinstance(raw["claims"], list) and
+                                all(isinstance(c, dict) for c in raw["claims"])):
+        _fail("claims", raw["claims"], "must be [[claims]] blocks")
+    t = raw["table"]
+    for key, kind, what in (("title", str, "a string"), ("source", str, "a string"),
+                            ("notes", str, "a string"), ("rates_sweep", dict, "a table")):
+        if key in t and not isinstance(t[key], kind):
+            _fail(f"table.{key}", t[key], f"must be {what}")
+    for key in ("methods", "figures"):
+        if key in t and not (isinstance(t[key], list) and
+                             all(isinstance(x, str) for x in t[key])):
+            _fail(f"table.{key}", t[key], 'must be a list of names, e.g. ["gdpfed_plus"]')
+    for key in ("methods",):
+        from ..methods import METHODS
+        for name in t.get(key) or []:
+            if name not in METHODS:
+                _fail(f"table.{key}", name, f"not a registered method; choose from "
+                      f"{', '.join(sorted(METHODS))}")
+    seeds = t.get("seeds", 3)
+    if not isinstance(seeds, bool) and isinstance(seeds, int) and seeds > MAX_SEEDS:
+        _fail("table.seeds", seeds, f"at most {MAX_SEEDS:,} seeds (every seed is a run of "
+              "every cell)")
+    for ds, block in (raw.get("datasets") or {}).items():
+        if not isinstance(block, dict):
+            _fail(f"datasets.{ds}", block, "must be a table of config keys")
+    for ds, methods in (raw.get("reference") or {}).items():
+        if not isinstance(methods, dict):
+            _fail(f"reference.{ds}", methods, "must be a table {method = paper value}")
+        for method, value in methods.items():
+            values = value.values() if isinstance(value, dict) else [value]
+            for v in values:
+                items = v if isinstance(v, list) else [v]
+                if not items or not all(_finite_number(x) for x in items):
+                    _fail(f"reference.{ds}.{method}", value, "must be a finite number (or a "
+                          "list of them, or a table of them by axis label)")
+
+
 def load_table(path: str) -> TableSpec:
     p = Path(path)
     raw = read_toml(path)
@@ -354,6 +405,7 @@ def load_table(path: str) -> TableSpec:
     if unknown:
         _fail(sorted(unknown)[0], "...", "unknown section; a table has [table], [base], "
               "[datasets.X], [axis], [reference.X], [bounds], [[claims]]")
+    check_schema(raw)
     t = raw["table"]
     for k in t:
         if k not in TABLE_KEYS:
@@ -464,9 +516,13 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
     if scale not in SCALES:
         _fail("--scale", scale, f"no such scale; choose from {', '.join(SCALES)}")
     s = SCALES[scale]
-    seeds = [seed for seed in range(spec.first_seed,
-                                    spec.first_seed + min(spec.seeds, s.get("seeds") or spec.seeds))
-             if spec.seed_subset is None or seed in spec.seed_subset]
+    at_scale = range(spec.first_seed,
+                     spec.first_seed + min(spec.seeds, s.get("seeds") or spec.seeds))
+    for seed in spec.seed_subset or ():
+        if seed not in at_scale:            # e.g. --seeds 1 at smoke scale (one seed)
+            _fail("--seeds", seed, f"not a seed of {spec.name} at scale {scale}; there its "
+                  f"seeds are {at_scale.start}..{at_scale.stop - 1}")
+    seeds = [seed for seed in at_scale if spec.seed_subset is None or seed in spec.seed_subset]
     root = spec.out_root(scale, output_dir)
     units = []
     for ds in spec.datasets:
