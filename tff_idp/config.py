@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -237,6 +238,21 @@ def _check_finite(cfg: ExperimentConfig) -> None:
             _fail(f.name, value, "must be finite (no nan or inf)")
 
 
+# a run's or a table's name becomes a folder: no path separator, no control character, no
+# leading dot or dash ('..', '.hidden', '-rf'), one line, a length every file system takes
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=,@ -]{0,127}")
+
+
+def check_name(key: str, value) -> None:
+    """ConfigError (one line) unless ``value`` is a safe folder name (:data:`NAME_PATTERN`,
+    not ending in a space or a dot)."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value) or \
+            value.endswith((" ", ".")):
+        _fail(key, value if not isinstance(value, str) or len(value) <= 60
+              else value[:60] + "...", "must be a folder name: 1-128 of letters, digits and "
+              "_ . + = , @ - or spaces, starting with a letter, digit or '_', on one line")
+
+
 def _one_of(names) -> str:
     """"'a', 'b' or 'c'": the allowed values of a key, for its error line."""
     quoted = [repr(n) for n in names]
@@ -461,8 +477,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
             _fail("reference", m, f"is not one of the config's methods {cfg.methods}")
     if cfg.noise_multipliers is not None and any(z <= 0 for z in cfg.noise_multipliers):
         _fail("noise_multipliers", cfg.noise_multipliers, "must be positive")
-    if not cfg.name or "/" in cfg.name:
-        _fail("name", cfg.name, "must be a non-empty name without '/'")
+    check_name("name", cfg.name)
     _check_writable_dir("output_dir", cfg.output_dir)
     _check_writable_dir("data_root", cfg.data_root)
     return cfg

@@ -16,6 +16,7 @@ what is missing. No Slurm is needed for ``status``, ``collect`` or ``submit --dr
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -123,6 +124,51 @@ def shell_syntax_error(script: str):
     return lines[0].split(": ", 1)[-1] if lines else f"exit status {done.returncode}"
 
 
+# sbatch's syntax for the fields written into #SBATCH lines (sbatch(1)); anything else,
+# above all a newline, would end the directive block or inject a shell line
+SBATCH_FIELDS = {
+    "partition": (r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*", "partition names, comma-separated"),
+    "qos": (r"[A-Za-z0-9_.-]+", "a QOS name"),
+    "account": (r"[A-Za-z0-9_.-]+", "an account name"),
+    "gres": (r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*(,[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*)*",
+             "name[:type]:count, comma-separated (e.g. gpu:1 or gpu:a100:2)"),
+    "gpus": (r"([A-Za-z0-9_.-]+:)?[0-9]+", "[type:]count (e.g. 1 or a100:2)"),
+    "constraint": (r"[A-Za-z0-9_.,&|*()\[\]:!-]+", "features joined by & | , (no spaces)"),
+    "mail_type": (r"(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|STAGE_OUT|TIME_LIMIT"
+                  r"(_[589]0)?|ARRAY_TASKS)(,(NONE|BEGIN|END|FAIL|REQUEUE|ALL|INVALID_DEPEND|"
+                  r"STAGE_OUT|TIME_LIMIT(_[589]0)?|ARRAY_TASKS))*", "e.g. END,FAIL"),
+    "time": (r"[0-9]+|[0-9]+:[0-9]{1,2}|[0-9]+:[0-9]{1,2}:[0-9]{1,2}|[0-9]+-[0-9]+"
+             r"(:[0-9]{1,2}(:[0-9]{1,2})?)?|UNLIMITED|INFINITE",
+             "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
+    "mem": (r"[1-9][0-9]*[KMGT]?", "a positive size, e.g. 32G or 16000M"),
+}
+
+
+def check_sbatch_fields(args) -> None:
+    """ConfigError (one line naming the flag) for any field that sbatch's syntax refuses or
+    that could end the #SBATCH block: checked before the script is written."""
+    for flag, (pattern, what) in SBATCH_FIELDS.items():
+        value = getattr(args, flag)
+        if value == "" and flag not in ("time", "mem"):
+            continue                           # an empty optional field: not written
+        if value is not None and not re.fullmatch(pattern, str(value)):
+            raise ConfigError(f"--{flag.replace('_', '-')}={value!r}: not sbatch syntax; "
+                              f"expected {what}")
+    if args.cpus is not None and not 1 <= args.cpus <= 4096:
+        raise ConfigError(f"--cpus={args.cpus!r}: must be 1 to 4096")
+    for flag, lines in (("--sbatch", args.sbatch), ("--setup", args.setup)):
+        for line in lines:
+            if not line.strip() or any(ord(c) < 32 and c != "\t" for c in line):
+                raise ConfigError(f"{flag}={line!r}: one non-empty line, no control "
+                                  "characters (repeat the flag for several)")
+    for line in args.sbatch:
+        if not line.startswith("-") or " " in line.split("=")[0]:
+            raise ConfigError(f"--sbatch={line!r}: one sbatch option, e.g. --exclusive or "
+                              "--nodelist=node1")
+    if args.python is not None and any(ord(c) < 32 for c in args.python):
+        raise ConfigError(f"--python={args.python!r}: a path on one line")
+
+
 def main(argv=None) -> int:
     from .runtime import quiet_tf_logs
     quiet_tf_logs()                        # before TensorFlow is imported
@@ -170,6 +216,7 @@ def main(argv=None) -> int:
     p.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
     args = p.parse_args(argv)
     try:
+        check_sbatch_fields(args)
         require_scale(args.scale)
         whole = with_overrides(load_table(args.table), args.overrides)
         spec = only_methods(only_datasets(whole, args.only), args.methods)

@@ -20,7 +20,19 @@ def test_one_row_per_audited_run_in_seed_order_with_the_ledger_beside_the_bounds
     assert [(r["method"], r["seed"]) for r in rows] == [("dp_fedavg", 0), ("dp_fedavg", 1),
                                                          ("p_fedavg", 0)]
     assert rows[0]["ledger eps"] == "0.5" and rows[2]["ledger eps"] == "not private"
-    assert rows[0]["final model: estimate / LB"] == "0.25 / 0.02"
-    assert rows[1]["every round: estimate / LB"] == "0.5 / 0.11"
+    # runs audited before issue 56 carry no interval, ceiling or verdict: shown as such
+    assert rows[0]["final model: estimate [90%]"] == "0.25"
+    assert rows[0]["final model: LB (max)"] == "0.02" and rows[0]["final model: verdict"] == "-"
+    assert rows[1]["every round: LB (max)"] == "0.11"
     assert rows[1]["every round: correct / guesses"] == "80 / 100"
     assert rows[0]["canaries (inserted)"] == "1000 (497)" and rows[0]["audit s"] == "94"
+
+
+def test_the_interval_ceiling_and_verdict_are_shown_where_recorded():
+    audit = _audit(2, 3.0, 0.0, 0.0)
+    audit["every_round"]["one_shot_interval"] = [0.39, 2.15]
+    audit["every_round"]["lower_bound"].update(ceiling=0.501, verdict="cannot detect")
+    row = audit_rows({("D", "", "gdpfed"): {"audits": [(0, audit)]}})[0]
+    assert row["every round: estimate [90%]"] == "0.5 [0.39, 2.15]"
+    assert row["every round: LB (max)"] == "0 (0.501)"
+    assert row["every round: verdict"] == "cannot detect"

@@ -39,8 +39,8 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, from_mapping, parse_override,
-                      read_toml, validate)
+from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, check_name, from_mapping,
+                      parse_override, read_toml, validate)
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
@@ -413,8 +413,7 @@ def load_table(path: str) -> TableSpec:
     for k in ("name", "title", "kind", "layout"):
         if not isinstance(t.get(k), str) or not t[k]:
             _fail(f"table.{k}", t.get(k), "must be a non-empty string")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", t["name"]):
-        _fail("table.name", t["name"], "letters, digits, '-', '_' and '.' only")
+    check_name("table.name", t["name"])
     if t["kind"] not in KINDS:
         _fail("table.kind", t["kind"], f"must be one of {', '.join(KINDS)}")
     if t["layout"] not in LAYOUTS:
