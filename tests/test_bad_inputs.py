@@ -134,7 +134,10 @@ BAD = [
     (["--set", "seed=1.5"], "seed=1.5: must be an integer"),
     (["--set", "keep_fractions=[0.5]"], "keep_fractions=[0.5]"),
     (["--set", "keep_fractions=[0.0, 0.5, 0.5]"], "keep_fractions=[0.0, 0.5, 0.5]"),
-    (["--set", "noise_multipliers=[-1.0, 1.0, 1.0]"], "noise_multipliers=[-1.0, 1.0, 1.0]: must be positive"),
+    (["--set", "noise_multipliers=[-1.0, 1.0, 1.0]"], "noise_multipliers=[-1.0, 1.0, 1.0]: each must be in [1e-06, 1e+06]"),
+    # issue 61: a square that rounds to zero ran to 24 GB; 1e300 was an OverflowError
+    (["--set", "noise_multipliers=[1e-300, 1.0, 1.0]"], "noise_multipliers=[1e-300, 1.0, 1.0]: each must be in"),
+    (["--set", "noise_multipliers=[1e300, 1.0, 1.0]"], "noise_multipliers=[1e+300, 1.0, 1.0]: each must be in"),
     (["--set", "partition=\"random\""], "partition='random'"),
     (["--set", "partition=\"dirichlet\""], "partition_param=None: partition='dirichlet'"),
     (["--set", "sampling=\"uniform\""], "sampling='uniform'"),

@@ -58,7 +58,10 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
     (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1"),
     (["--sequence-targets"], "--sequence-targets: needs --model char_lstm or char_lstm_torch, "
-                             "not 'cnn2'")])
+                             "not 'cnn2'"),
+    # issue 61: a MemoryError traceback (111 PiB) before; refused by the estimate, never run
+    (["--steps", "100000000", "--batch", "100000"], "--steps=100000000, --batch=100000:"),
+])
 def test_bad_bench_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):
     assert bench.main(flags + ["--out", str(tmp_path / "b.json")]) == 2
     _one_line_error(capfd, needle)
@@ -214,3 +217,33 @@ def test_list_shows_every_config_method_and_data_set(capsys, monkeypatch):
     import re
     assert re.search(r"^  digits +here$", out, re.M)          # ships with scikit-learn
     assert re.search(r"^  svhn_cropped +(here|missing: )", out, re.M)
+
+
+def test_bench_out_under_a_file_is_refused_before_any_work(tmp_path, capfd):
+    """Issue 61: --out under a file failed after 9 s of timing."""
+    (tmp_path / "f").write_text("x")
+    assert bench.main(["--out", str(tmp_path / "f" / "b.json")]) == 2
+    _one_line_error(capfd, "is a file, not a folder")
+
+
+def test_an_audit_that_cannot_fit_is_refused_before_its_folder(tmp_path, monkeypatch, capfd):
+    """Issue 61: 100,000 canaries on ResNet-18 tried to allocate 130 GiB after creating the
+    run's .partial folder; the canaries' signs alone are 140 GB. Refused by the estimate on a
+    24 GB machine, nothing written."""
+    from tff_idp.engine import memory
+    monkeypatch.setattr(memory, "machine_memory_bytes", lambda: 24 * 2 ** 30)
+    monkeypatch.chdir(tmp_path)
+    code = run.main(["--set", 'dataset="synthetic:cifar10"', "--set", 'model="resnet18"',
+                     "--set", "audit_canaries=100000",
+                     "--backend", "fast", "--output-dir", "out"] + SMALL)
+    assert code == 2
+    _one_line_error(capfd, "audit_canaries=100000: the audit needs at least")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_canary_estimate_counts_signs_and_a_rounds_updates():
+    from tff_idp.engine.memory import canary_bytes
+    need = canary_bytes(20_000, 1_663_370, 0.035)
+    assert need["signs"] == 20_000 * 207_922
+    # 10,000 inserted at 3.5%: 350 expected, 461 at six standard deviations, 3 float32 copies
+    assert need["round"] == pytest.approx(3 * 4 * 461.4 * 1_663_370, rel=1e-3)

@@ -24,9 +24,11 @@ class FolderLocked(RuntimeError):
 class FolderLock:
     """``with FolderLock(path):`` an exclusive lock beside a folder, ``<path>.lock``, made
     with O_CREAT | O_EXCL (atomic on local and NFS file systems) and naming the host and
-    pid of its holder. A lock left by a dead process of this host is taken over; one held by
-    a live process, or by any process of another host (whose liveness cannot be judged
-    from here), refuses with one line naming it."""
+    pid of its holder. A lock left by a dead process of this host is taken over, and so is
+    one whose pid now names a process started after the lock was written (the pid was
+    reused, e.g. after a reboot); one held by a live process, or by any process of another
+    host (whose liveness cannot be judged from here), refuses with one line naming it, as
+    does a folder in the lock's place."""
 
     def __init__(self, path: Path):
         self.lock = Path(path).with_name(Path(path).name + ".lock")
@@ -36,11 +38,14 @@ class FolderLock:
         for _ in range(2):
             try:
                 fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
+            except (FileExistsError, IsADirectoryError):
+                if self.lock.is_dir():
+                    raise FolderLocked(f"{self.lock}: a folder stands where the lock file "
+                                       "goes; remove it")
                 holder = _read_holder(self.lock)
                 host, _, pid = holder.partition(":")
-                if host == HOST and pid.isdigit() and not _alive(int(pid)):
-                    self.lock.unlink(missing_ok=True)     # its holder died here: take over
+                if host == HOST and pid.isdigit() and not _holds(int(pid), self.lock):
+                    self.lock.unlink(missing_ok=True)     # its holder is gone: take over
                     continue
                 if not pid.isdigit() and _age(self.lock) > STALE_EMPTY_LOCK_SECONDS:
                     print(f"{self.lock}: names no process (empty or unreadable, e.g. left "
@@ -119,6 +124,30 @@ def run_folder_conflict(folder: Path):
         folder.with_name(folder.name + ".partial"))
 
 
+def regular_file(path: Path) -> Path:
+    """``path`` when it is a regular file; OSError otherwise (a FIFO put in a run file's
+    place would block its reader forever, a device could be endless)."""
+    import stat
+    mode = os.stat(path).st_mode                 # FileNotFoundError when missing
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return Path(path)
+
+
+def atomic_savefig(fig, path: Path, **kwargs) -> Path:
+    """``fig.savefig`` to ``<stem>.tmp<suffix>`` beside ``path`` (the suffix keeps the image
+    format), then moved into place: a kill mid-write leaves the previous figure or none,
+    never a truncated one."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    try:
+        fig.savefig(tmp, **kwargs)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -178,6 +207,34 @@ class AtomicFolder:
                 raise
             shutil.rmtree(self.partial)      # another writer finished the same entry first
         return False
+
+
+def _holds(pid: int, lock: Path) -> bool:
+    """Whether process ``pid`` of this host can be the one that wrote ``lock``: alive, and
+    started before the lock was written (a process started later got a reused pid)."""
+    if not _alive(pid):
+        return False
+    started = process_start_time(pid)
+    try:
+        written = lock.stat().st_mtime
+    except OSError:
+        return True
+    return started is None or started <= written + 2.0
+
+
+def process_start_time(pid: int):
+    """When process ``pid`` started (seconds since the epoch), from /proc (Linux: field 22
+    of /proc/<pid>/stat in clock ticks after boot, plus /proc/stat's btime); None where
+    /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        ticks = int(fields[19])               # field 22 overall; 20th after the name
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def _alive(pid: int) -> bool:

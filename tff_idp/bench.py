@@ -85,6 +85,31 @@ def _bad_argument(args):
             return f"--{key.replace('_', '-')}={value}: must be >= 1"
     if args.warmup < 0:
         return f"--warmup={args.warmup}: must be >= 0"
+    from .config import ConfigError, check_writable_dir
+    try:                                # where the JSON goes, before minutes of work
+        check_writable_dir("--out", str(Path(args.out).parent))
+    except ConfigError as e:
+        return str(e)
+    if Path(args.out).is_dir():
+        return f"--out={args.out!r}: is a folder; give the JSON file's path"
+    return _memory_refusal(args)
+
+
+def _memory_refusal(args):
+    """One line when the bench's synthetic round cannot fit: its inputs for clients x steps
+    x batch examples, held twice (the arrays and stock TFF's datasets)."""
+    from .engine.memory import REFUSE_ABOVE, machine_memory_bytes
+    model = args.model or ("resnet20" if args.method else "cnn2")
+    clients, steps, batch, _ = SETTINGS.get(model, FMNIST_SETTING)
+    k = args.clients or clients
+    examples = k * (args.steps or steps) * (args.batch or batch)
+    per_example = 80 * 4 * 2 if model in TEXT_MODELS else (
+        28 * 28 * 4 if model in ("cnn2", "cnn2_same") else 32 * 32 * 3 * 4) + 4
+    need, have = 2 * examples * per_example, machine_memory_bytes()
+    if need > REFUSE_ABOVE * have:
+        return (f"--clients={k}, --steps={args.steps or steps}, --batch={args.batch or batch}: "
+                f"{examples:,} examples need at least {need / 2 ** 30:.3g} GB; this machine "
+                f"has {have / 2 ** 30:.3g} GB")
     return None
 
 

@@ -243,6 +243,9 @@ def _check_finite(cfg: ExperimentConfig) -> None:
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=,@ -]{0,127}")
 
 
+NOISE_MULTIPLIER_RANGE = (1e-6, 1e6)
+
+
 def check_name(key: str, value) -> None:
     """ConfigError (one line) unless ``value`` is a safe folder name (:data:`NAME_PATTERN`,
     not ending in a space or a dot)."""
@@ -475,11 +478,15 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     for m in (cfg.reference or {}):
         if m not in cfg.methods:
             _fail("reference", m, f"is not one of the config's methods {cfg.methods}")
-    if cfg.noise_multipliers is not None and any(z <= 0 for z in cfg.noise_multipliers):
-        _fail("noise_multipliers", cfg.noise_multipliers, "must be positive")
+    if cfg.noise_multipliers is not None and any(
+            not NOISE_MULTIPLIER_RANGE[0] <= z <= NOISE_MULTIPLIER_RANGE[1]
+            for z in cfg.noise_multipliers):
+        _fail("noise_multipliers", cfg.noise_multipliers,
+              f"each must be in [{NOISE_MULTIPLIER_RANGE[0]:g}, {NOISE_MULTIPLIER_RANGE[1]:g}] "
+              "(outside, its square or the accountant's 1 / sigma^2 is not a usable float)")
     check_name("name", cfg.name)
-    _check_writable_dir("output_dir", cfg.output_dir)
-    _check_writable_dir("data_root", cfg.data_root)
+    check_writable_dir("output_dir", cfg.output_dir)
+    check_writable_dir("data_root", cfg.data_root)
     return cfg
 
 
@@ -520,7 +527,7 @@ def check_config_path(path: str) -> None:
         _fail("config", str(path), "no such file")
 
 
-def _check_writable_dir(key: str, path: str) -> None:
+def check_writable_dir(key: str, path: str) -> None:
     """The folder ``path`` can be created (or is there) and written: its nearest existing
     ancestor must be a writable directory."""
     from .atomic import folder_conflict

@@ -19,6 +19,7 @@ import csv
 import dataclasses
 import io
 import math
+import signal
 import sys
 import textwrap
 import warnings
@@ -27,6 +28,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from .atomic import atomic_savefig, regular_file
 from .config import ConfigError
 from .harness import bounds as bounds_mod
 from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets,
@@ -43,7 +45,7 @@ def _mean_std(values: List[float]):
 
 def _read_json(path: Path) -> dict:
     import json
-    return json.loads(path.read_text())
+    return json.loads(regular_file(path).read_text())
 
 
 def collect(units: List[Unit]) -> Dict[tuple, dict]:
@@ -160,7 +162,7 @@ def read_run(folder: Path):
     metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
     path = folder / "metrics.csv"
     try:
-        with open(path) as f:
+        with open(regular_file(path)) as f:
             rows = list(csv.DictReader(f))
         curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
                  if r.get(metric) not in (None, "", "nan") else math.nan for r in rows]
@@ -461,7 +463,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
         title += " - synthetic stand-in data (wiring check)"
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 14))), fontsize=10)
     _legend_below(fig, handles, labels)
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -515,7 +517,7 @@ def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
     _legend_below(fig, handles, labels)
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -542,7 +544,7 @@ def plot_rates(spec: TableSpec, sweep, path: Path) -> Path:
     fig.suptitle("\n".join(textwrap.wrap(f"{spec.title} (computed)",
                                          int(fig.get_figwidth() * 11))), fontsize=10)
     _legend_below(fig, *axes[0][0].get_legend_handles_labels())
-    fig.savefig(path, dpi=110)
+    atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -794,16 +796,26 @@ def curve_rows(cells: Dict[tuple, dict]) -> List[dict]:
     return rows
 
 
+def _percent(text: str, line: int) -> float:
+    """An accuracy of curves.csv: a finite percentage in [0, 100] (empty: not evaluated)."""
+    value = float(text)
+    if not 0.0 <= value <= 100.0:              # also nan and inf
+        raise ValueError(f"line {line}: accuracy {text!r} is not a percentage in [0, 100]")
+    return value
+
+
 def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
     """The cells :func:`plot_convergence` needs, read back from a report's ``curves.csv``
     (:func:`curve_rows`); ConfigError (one line) when the file is missing or unreadable."""
     columns = {"" if c is None else c: c for c in (spec.axis.labels if spec.axis else [None])}
     try:
-        with open(path) as f:
+        with open(regular_file(path)) as f:
             rows = list(csv.DictReader(f))
         runs: Dict[tuple, Dict[int, List[float]]] = {}
         cells: Dict[tuple, dict] = {}
-        for r in rows:
+        for n, r in enumerate(rows, 2):           # line numbers of the file (header: 1)
+            if None in r or None in r.values():
+                raise ValueError(f"line {n} is cut short or has extra fields")
             key = (r["dataset"], columns.get(r["column"], r["column"]), r["method"])
             c = cells.setdefault(key, {"curves": [], "metric": r["metric"],
                                        "not_covered": set(), "notes": set()})
@@ -812,7 +824,7 @@ def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
             curve = runs.setdefault(key, {}).setdefault(int(r["seed"]), [])
             if int(r["round"]) != len(curve) + 1:
                 raise ValueError(f"round {r['round']} of {key} seed {r['seed']} out of order")
-            curve.append(float(r["accuracy"]) if r["accuracy"] else math.nan)
+            curve.append(_percent(r["accuracy"], n) if r["accuracy"] else math.nan)
     except FileNotFoundError:
         raise ConfigError(f"--replot: {path} does not exist (reports written before "
                           "curves.csv was kept cannot be redrawn without their runs)") from None
@@ -861,6 +873,20 @@ def main(argv=None) -> int:
                    help="only redraw convergence.png in the report's folder (the default "
                    "one or --report-dir) from its curves.csv; the runs' results are not read")
     args = p.parse_args(argv)
+    from .runtime import StopRequests, StoppedInStartUp
+    with StopRequests() as stop:
+        try:
+            with stop.immediately():      # a report has nothing to checkpoint: stop at once
+                return _report(args)
+        except StoppedInStartUp:
+            print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}); the "
+                  "report was "
+                  "not written", file=sys.stderr)
+            return stop.exit_status
+
+
+def _report(args) -> int:
+    """``main`` after its arguments: validate, collect, write (and archive)."""
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
         spec = with_overrides(spec, args.overrides)

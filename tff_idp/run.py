@@ -22,6 +22,7 @@ if __name__ == "__main__":
 import argparse
 import dataclasses
 import inspect
+import os
 import re
 import textwrap
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from .atomic import FolderLocked, is_out_of_space, out_of_space_line
 from .errors import ConfigError, UnsupportedByBackend
+from .runtime import StoppedInStartUp
 
 
 def _key_help() -> str:
@@ -212,14 +214,10 @@ def main(argv=None) -> int:
         return 130
 
 
-class _StoppedInStartUp(Exception):
-    pass
-
-
 def _stop_point(stop) -> None:
     """Between start-up steps: end here if a stop was requested."""
     if stop.signum is not None:
-        raise _StoppedInStartUp
+        raise StoppedInStartUp
 
 
 def _stopped_line(stop) -> int:
@@ -240,41 +238,43 @@ def _main(argv, stop) -> int:
     if args.config is not None and is_table(args.config):
         return _run_table(args, stop)
     try:
-        table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
-            ("only", args.only), ("methods", args.methods), ("seeds", args.seeds),
-            ("report_dir", args.report_dir),
-            ("scale", args.scale),
-            ("jobs", None if args.jobs == 1 else args.jobs),
-            ("no_report", args.no_report or None)) if v is not None]
-        if table_only:
-            raise ConfigError(f"{table_only[0]}: a flag of table configs; "
-                              f"{args.config or 'the default'} is an experiment config "
-                              "(its methods: --set 'methods=[\"dp_fedavg\"]')")
-        extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
-                 if v is not None]
-        if args.output_dir is not None:
-            extra.append(f"output_dir={_toml_string(args.output_dir)}")
-        from . import config
-        cfg = config.load(args.config, args.overrides + extra)
-        from .runtime import one_thread_per_op_for_lanes
-        one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
-        _stop_point(stop)
-        from .engine.experiment import prepare
-        exp = prepare(cfg, persist=False)  # the partition is stored after every check
-        _stop_point(stop)
+        with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
+            table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
+                ("only", args.only), ("methods", args.methods), ("seeds", args.seeds),
+                ("report_dir", args.report_dir),
+                ("scale", args.scale),
+                ("jobs", None if args.jobs == 1 else args.jobs),
+                ("no_report", args.no_report or None)) if v is not None]
+            if table_only:
+                raise ConfigError(f"{table_only[0]}: a flag of table configs; "
+                                  f"{args.config or 'the default'} is an experiment config "
+                                  "(its methods: --set 'methods=[\"dp_fedavg\"]')")
+            extra = [f"{k}={v}" for k, v in (("backend", args.backend), ("device", args.device))
+                     if v is not None]
+            if args.output_dir is not None:
+                extra.append(f"output_dir={_toml_string(args.output_dir)}")
+            from . import config
+            cfg = config.load(args.config, args.overrides + extra)
+            from .runtime import one_thread_per_op_for_lanes
+            one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
+            _stop_point(stop)
+            from .engine.experiment import prepare
+            exp = prepare(cfg, persist=False)  # the partition is stored after every check
+            _stop_point(stop)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except _StoppedInStartUp:
+    except StoppedInStartUp:
         return _stopped_line(stop)
 
     from .runtime import close_tff, select_device
     try:
-        device = select_device(cfg.device)
-        import tensorflow as tf
-        from .engine.loop import check_methods
-        check_methods(exp)                  # e.g. a split the model has not: before any write
-        _check_run_folders(cfg, foreign=not args.force)
+        with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
+            device = select_device(cfg.device)
+            import tensorflow as tf
+            from .engine.loop import check_methods
+            check_methods(exp)          # e.g. a split the model has not: before any write
+            _check_run_folders(cfg, foreign=not args.force)
         _stop_point(stop)
         if exp.save_partition is not None:
             exp.save_partition()
@@ -283,14 +283,19 @@ def _main(argv, stop) -> int:
     except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except _StoppedInStartUp:
+    except StoppedInStartUp:
         return _stopped_line(stop)
     except OSError as e:
-        if not is_out_of_space(e):
-            raise
-        print(f"error: {out_of_space_line(e, Path(cfg.output_dir) / cfg.name)}",
-              file=sys.stderr)
-        return 1
+        if is_out_of_space(e):
+            print(f"error: {out_of_space_line(e, Path(cfg.output_dir) / cfg.name)}",
+                  file=sys.stderr)
+            return 1
+        if isinstance(e, (PermissionError, FileNotFoundError, NotADirectoryError)):
+            # a results folder made read-only, or removed, while the run wrote into it
+            print(f"error: {e.filename or Path(cfg.output_dir) / cfg.name}: {e.strerror}; "
+                  "the run's results could not be written", file=sys.stderr)
+            return 1
+        raise
     finally:
         close_tff()
 
@@ -303,35 +308,36 @@ def _run_table(args, stop) -> int:
     from .harness.table import (check_data, expand, load_table, only_datasets, only_methods,
                                 only_seeds, require_scale, with_overrides)
     try:
-        require_scale(args.scale)
-        if args.jobs < 1:
-            raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
-        whole = with_overrides(load_table(args.config), table_overrides(args))
-        spec = only_methods(only_datasets(whole, args.only), args.methods)
-        spec = only_seeds(spec, args.seeds)
-        if args.output_dir is not None:
-            from . import config
-            config._check_writable_dir("--output-dir", args.output_dir)
-        units = expand(spec, args.scale, args.output_dir)   # every cell validated first
-        from .runtime import one_thread_per_op_for_lanes
-        one_thread_per_op_for_lanes([u.cfg for u in units])   # before TF's runtime starts
-        from .atomic import run_folder_conflict
-        for unit in units:
-            why = run_folder_conflict(unit.folder)
-            if why:
-                root = spec.out_root(args.scale, args.output_dir)
-                raise ConfigError(f"output_dir={str(root)!r}: {why}")
-        if spec.kind == "train":           # the data the runs to train need is here
-            to_train = units if args.force else still_to_train(spec, args.scale,
-                                                                pending(units), args.output_dir)
-            check_data(to_train)
-            if any(u.cfg.device == "gpu" for u in to_train):
-                select_device("gpu")        # one line when there is no GPU here
-        _stop_point(stop)
+        with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
+            require_scale(args.scale)
+            if args.jobs < 1:
+                raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
+            whole = with_overrides(load_table(args.config), table_overrides(args))
+            spec = only_methods(only_datasets(whole, args.only), args.methods)
+            spec = only_seeds(spec, args.seeds)
+            if args.output_dir is not None:
+                from . import config
+                config.check_writable_dir("--output-dir", args.output_dir)
+            units = expand(spec, args.scale, args.output_dir)   # every cell validated first
+            from .runtime import one_thread_per_op_for_lanes
+            one_thread_per_op_for_lanes([u.cfg for u in units])   # before TF's runtime starts
+            from .atomic import run_folder_conflict
+            for unit in units:
+                why = run_folder_conflict(unit.folder)
+                if why:
+                    root = spec.out_root(args.scale, args.output_dir)
+                    raise ConfigError(f"output_dir={str(root)!r}: {why}")
+            if spec.kind == "train":           # the data the runs to train need is here
+                to_train = units if args.force else still_to_train(
+                    spec, args.scale, pending(units), args.output_dir)
+                check_data(to_train)
+                if any(u.cfg.device == "gpu" for u in to_train):
+                    select_device("gpu")        # one line when there is no GPU here
+            _stop_point(stop)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except _StoppedInStartUp:
+    except StoppedInStartUp:
         return _stopped_line(stop)
     failed = 0
     if spec.kind == "train":
@@ -341,8 +347,16 @@ def _run_table(args, stop) -> int:
         from .report import write_report
         # the table's own report covers every cell, also after a run of some (--only,
         # --methods, --seeds); one written elsewhere (--report-dir) covers what was chosen
-        out = write_report(spec if args.report_dir else whole, args.scale,
-                           Path(args.report_dir) if args.report_dir else None, args.output_dir)
+        try:
+            with stop.immediately():     # the runs are written: a stop ends the report
+                out = write_report(spec if args.report_dir else whole, args.scale,
+                                   Path(args.report_dir) if args.report_dir else None,
+                                   args.output_dir)
+        except StoppedInStartUp:
+            print("stopped while writing the report; the runs are kept (python -m "
+                  f"tff_idp.report {args.config} --scale {args.scale} writes it)",
+                  file=sys.stderr)
+            return stop.exit_status
         print(main_table(out.read_text()))
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
@@ -379,6 +393,10 @@ def _check_run_folders(cfg, foreign: bool = True) -> None:
         why = run_folder_conflict(folder)
         if why:
             raise ConfigError(f"output_dir={cfg.output_dir!r}: {why}")
+        for place in (folder, folder.parent):      # the run replaces its folder there
+            if place.exists() and not os.access(place, os.W_OK | os.X_OK):
+                raise ConfigError(f"output_dir={cfg.output_dir!r}: {place} is not writable "
+                                  "(the run would replace its results there)")
         theirs = foreign_run(folder, cfg, method) if foreign else None
         if theirs is not None:
             raise ConfigError(

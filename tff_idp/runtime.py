@@ -9,6 +9,7 @@ point in a ``finally`` block and by the test session.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
 import signal
@@ -57,11 +58,18 @@ def exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
+class StoppedInStartUp(Exception):
+    """A stop request (Ctrl-C, SIGTERM) arrived while no checkpoint was at stake."""
+
+
 class StopRequests:
     """``with StopRequests() as stop:`` the first SIGINT (Ctrl-C) or SIGTERM (``kill``,
     Slurm's preemption and time limit) only sets ``stop.signum``: the round loop finishes
     the round, writes a checkpoint and exits 130 / 143 with one line. A second signal stops
-    at once (KeyboardInterrupt / SystemExit). Only in the main thread (elsewhere a no-op)."""
+    at once (KeyboardInterrupt / SystemExit). Inside ``with stop.immediately():`` (start-up
+    steps, reports: nothing to checkpoint) the first signal raises
+    :class:`StoppedInStartUp` at once, wherever the process is, also in a blocking read.
+    Only in the main thread (elsewhere a no-op)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
     _active = None               # the installed one: nested uses share it
@@ -69,6 +77,7 @@ class StopRequests:
     def __init__(self):
         self.signum = None
         self._previous = {}
+        self._immediate = 0
 
     def _handle(self, signum, frame):
         if self.signum is not None:          # asked twice: stop now
@@ -76,6 +85,20 @@ class StopRequests:
                 raise KeyboardInterrupt
             raise SystemExit(128 + signum)
         self.signum = signum
+        if self._immediate:
+            raise StoppedInStartUp
+
+    @contextlib.contextmanager
+    def immediately(self):
+        """A block with nothing to checkpoint: a stop request ends it at once (a request
+        already pending, too)."""
+        if self.signum is not None:
+            raise StoppedInStartUp
+        self._immediate += 1
+        try:
+            yield self
+        finally:
+            self._immediate -= 1
 
     def __enter__(self):
         import threading

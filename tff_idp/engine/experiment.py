@@ -16,7 +16,7 @@ from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
                     label_shards, load, pachinko, validation_split)
 from ..methods import METHODS
 from ..privacy import BudgetExceededError, PrivacyLedger
-from .memory import check_fits
+from .memory import check_canaries_fit, check_fits
 
 
 @dataclasses.dataclass
@@ -164,7 +164,11 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
                           f"training examples of {cfg.dataset}")
     groups, setting, plans = plan_all(cfg)     # every refusal before the first write
-    check_fits(cfg, data, [q for p in plans.values() for q in p.rates])
+    rates = [q for p in plans.values() for q in p.rates]
+    check_fits(cfg, data, rates)
+    if cfg.audit_canaries:             # the canaries' signs and updates scale with the model
+        check_canaries_fit(cfg, model_parameters(cfg, data),
+                           max(p.rates[cfg.audit_group] for p in plans.values()))
     indices, save = pending_partition(cfg, data)
     validation = None
     if cfg.validation_fraction > 0:
@@ -173,6 +177,24 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
         save()
         save = None
     return Experiment(cfg, data, indices, groups, setting, plans, save, validation)
+
+
+def model_builder(cfg: ExperimentConfig, data) -> Callable:
+    """A function building the config's Keras model for ``data``'s inputs and classes (the
+    round loop's ``build_model_fn`` adds a method's own parts on top)."""
+    from .. import models
+    shape = tuple(data.x_train.shape[1:])
+
+    def build():
+        return models.build(cfg.model, input_dim=int(np.prod(shape)), input_shape=shape,
+                            num_classes=data.num_classes, vocab_size=data.num_classes,
+                            seq_len=shape[0], sequence_targets=data.y_train.ndim > 1)
+    return build
+
+
+def model_parameters(cfg: ExperimentConfig, data) -> int:
+    """The config's model's parameter count (builds it once: seconds for a ResNet)."""
+    return int(model_builder(cfg, data)().count_params())
 
 
 def plan_all(cfg: ExperimentConfig):

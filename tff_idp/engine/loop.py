@@ -42,7 +42,7 @@ from ..sampling import sample_cohort
 from .backends import BACKENDS
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
-from .experiment import Experiment, plan_summary
+from .experiment import Experiment, model_builder, plan_summary
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
 from .segments import SegmentLog
@@ -59,15 +59,11 @@ def _seed32(*parts) -> int:
 def build_model_fn(exp: Experiment, method: Optional[str] = None
                    ) -> Callable[[], tf.keras.Model]:
     """The config's model (as ``method``'s plug-in builds on it: PPSGD's additive head)."""
-    d = exp.data
-    shape = tuple(d.x_train.shape[1:])
-    input_dim = int(np.prod(shape))
+    base = model_builder(exp.cfg, exp.data)
     plugin = METHODS[method] if method is not None else None
 
     def build():
-        model = models.build(exp.cfg.model, input_dim=input_dim, input_shape=shape,
-                             num_classes=d.num_classes, vocab_size=d.num_classes,
-                             seq_len=shape[0], sequence_targets=d.y_train.ndim > 1)
+        model = base()
         return model if plugin is None else plugin.build_model(model)
     return build
 

@@ -62,6 +62,33 @@ def check_fits(cfg, data, rates, have: int = None) -> None:
             f"{gb(have)}")
 
 
+def canary_bytes(canaries: int, parameters: int, rate: float) -> dict:
+    """{"signs", "round", "total"} in bytes of the canary audit (``audit.canaries``): every
+    canary's sign bits (m ceil(d / 8)), and a round's participating canaries' updates as
+    float32 in three copies (directions, updates, the backend's tensor), for the inserted
+    half sampled at ``rate``, six standard deviations above its mean."""
+    inserted = canaries / 2
+    k = min(inserted, inserted * rate + 6 * math.sqrt(inserted * rate * (1 - rate)) + 1)
+    signs = canaries * math.ceil(parameters / 8)
+    per_round = 3 * 4 * k * parameters
+    return {"signs": signs, "round": per_round, "total": signs + per_round}
+
+
+def check_canaries_fit(cfg, parameters: int, rate: float, have: int = None) -> None:
+    """ConfigError (one line, before anything is written) when the canary audit alone
+    exceeds 90% of the memory (:func:`canary_bytes`)."""
+    from ..errors import ConfigError
+    have = machine_memory_bytes() if have is None else have
+    need = canary_bytes(cfg.audit_canaries, parameters, rate)
+    if need["total"] > REFUSE_ABOVE * have:
+        gb = lambda b: f"{b / 2 ** 30:.3g} GB"
+        raise ConfigError(
+            f"audit_canaries={cfg.audit_canaries}: the audit needs at least {gb(need['total'])} "
+            f"on {cfg.model!r} ({parameters:,} parameters: the canaries' signs "
+            f"{gb(need['signs'])}, a round's updates {gb(need['round'])}); this machine has "
+            f"{gb(have)}")
+
+
 def reset_peak_rss() -> bool:
     """Start a new peak of this process's resident memory (Linux: writing 5 to
     /proc/self/clear_refs resets VmHWM to the current resident size, since Linux 4.0), so

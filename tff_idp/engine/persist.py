@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from ..atomic import FolderLock
+from ..atomic import FolderLock, atomic_savefig, regular_file
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
-from .checkpoint import CHECKPOINT
+from .checkpoint import CHECKPOINT, ROWS
 from .loop import HEARTBEAT, run_fingerprint, run_method
 
 
@@ -27,11 +27,11 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
     the run is done again)."""
     folder = Path(folder)
     try:
-        made = json.loads((folder / "config.json").read_text())
-        summary = json.loads((folder / "summary.json").read_text())
-        with open(folder / "metrics.csv", newline="") as f:
+        made = json.loads(regular_file(folder / "config.json").read_text())
+        summary = json.loads(regular_file(folder / "summary.json").read_text())
+        with open(regular_file(folder / "metrics.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
-        with open(folder / "ledger.csv", newline="") as f:
+        with open(regular_file(folder / "ledger.csv"), newline="") as f:
             list(csv.reader(f))
         float(summary["final_test_accuracy"])
     except (OSError, ValueError, KeyError, TypeError, csv.Error):
@@ -48,7 +48,7 @@ def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:
     saved under the same ``name``), or None when the folder is absent, unreadable or this
     config's own."""
     try:
-        made = json.loads((Path(folder) / "config.json").read_text())
+        made = json.loads(regular_file(Path(folder) / "config.json").read_text())
     except (OSError, ValueError):
         return None
     theirs = made.get("fingerprint") if isinstance(made, dict) else None
@@ -81,7 +81,7 @@ def write_canaries(folder: Path, scores: dict, method: str) -> None:
         ax.set_ylabel("canaries")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(folder / "canaries.png", dpi=110)
+    atomic_savefig(fig, folder / "canaries.png", dpi=110)
     plt.close(fig)
 
 
@@ -101,5 +101,6 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
             write_canaries(tmp, summary["audit"].pop("canary_scores"), method)
         write_json(tmp / "summary.json", summary)
         (tmp / CHECKPOINT).unlink(missing_ok=True)
+        (tmp / ROWS).unlink(missing_ok=True)
         (tmp / HEARTBEAT).unlink(missing_ok=True)
     return summary

@@ -27,6 +27,7 @@ import dataclasses
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..atomic import atomic_savefig
 from ..config import ConfigError
 from ..privacy import mspafl
 
@@ -183,6 +184,6 @@ def write(spec: BoundsSpec, rows: List[Dict], out: Path, title: str, caption: st
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=6, va="bottom")
     fig.tight_layout(rect=(0, 0.03 + 0.022 * len(lines), 1, 1))
     png = out / "bounds.png"
-    fig.savefig(png, dpi=130)
+    atomic_savefig(fig, png, dpi=130)
     plt.close(fig)
     return [out / "bounds.csv", png]

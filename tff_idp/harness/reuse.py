@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from ..atomic import FolderLock, FolderLocked
+from ..atomic import FolderLock, FolderLocked, regular_file
 from .table import Unit
 
 REUSED = "REUSED.json"
@@ -49,7 +49,7 @@ def equal_runs(units: List[Unit], roots: List[Path]) -> Dict[str, Path]:
         if folder.name.endswith((".partial", ".reusing")):
             continue
         try:
-            fingerprint = json.loads(made.read_text()).get("fingerprint")
+            fingerprint = json.loads(regular_file(made).read_text()).get("fingerprint")
         except (OSError, ValueError, AttributeError):
             continue
         for u in wanted.get(fingerprint, []):

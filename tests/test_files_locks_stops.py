@@ -1,0 +1,183 @@
+"""Files, locks and stops (issue 61, classes 3 and 6): figures written atomically; a lock
+whose pid now names another process (reused after a reboot) is taken over, a folder in the
+lock's place is one line; a results folder made read-only or removed mid-run is one line; a
+report never blocks on a FIFO in a run file's place; a stop during a start-up step or a
+report ends the process at once; --replot refuses a curves.csv cut mid-row or holding
+accuracies that are not percentages."""
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tff_idp import config, report, run
+from tff_idp.atomic import HOST, FolderLock, FolderLocked, atomic_savefig
+
+from .harness.conftest import tiny_table
+
+SMALL = ["--quiet", "--set", "rounds=2", "--set", "num_clients=20", "--set",
+         'methods=["p_fedavg"]']
+
+
+def _one_line(capfd, needle):
+    # TensorFlow's C++ logs at its first import in this process are not ours
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip() and not any(
+        tf in l for tf in ("tensorflow/", "TF-TRT", "oneDNN", "cuda"))]
+    assert len(err) == 1 and needle in err[0], err
+    return err[0]
+
+
+def test_a_figure_is_written_atomically(tmp_path, monkeypatch):
+    """A kill mid-write left a 0-byte PNG in 3 of 3 tries; now the previous figure stays."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = plt.figure()
+    path = atomic_savefig(fig, tmp_path / "c.png")
+    before = path.read_bytes()
+
+    def killed(self, fname, **kw):              # the write dies half-way
+        Path(fname).write_bytes(b"\x89PNG half")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(type(fig), "savefig", killed)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_savefig(fig, path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["c.png"]
+    plt.close(fig)
+
+
+def test_a_lock_whose_pid_was_reused_is_taken_over(tmp_path):
+    """The pid in the lock is alive but started after the lock was written (after a reboot,
+    or a pid reused): not its writer, so the lock is stale."""
+    folder, lock = tmp_path / "run", tmp_path / "run.lock"
+    later = subprocess.Popen(["sleep", "30"])
+    try:
+        lock.write_text(f"{HOST}:{later.pid}\n")
+        old = time.time() - 3600
+        os.utime(lock, (old, old))                  # written an hour before it started
+        with FolderLock(folder):
+            assert lock.read_text().strip() == f"{HOST}:{os.getpid()}"
+        lock.write_text(f"{HOST}:{later.pid}\n")    # written after it started: its own
+        with pytest.raises(FolderLocked, match=f"in use by process {later.pid}"):
+            FolderLock(folder).__enter__()
+    finally:
+        later.kill()
+        later.wait()
+
+
+def test_a_folder_in_place_of_the_lock_is_one_line(tmp_path):
+    (tmp_path / "run.lock").mkdir()
+    with pytest.raises(FolderLocked, match="a folder stands where the lock file goes"):
+        FolderLock(tmp_path / "run").__enter__()
+
+
+def test_a_read_only_run_folder_is_refused_before_any_work(tmp_path, monkeypatch, capfd):
+    """As root, permissions do not bind; the check is os.access, so it is what is tested."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "out" / "digits-default" / "p_fedavg-seed0"
+    folder.mkdir(parents=True)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p).resolve() == folder
+                        else real(p, mode))
+    assert run.main(SMALL + ["--output-dir", "out"]) == 2
+    _one_line(capfd, "p_fedavg-seed0 is not writable")
+
+
+def test_an_output_folder_removed_mid_run_is_one_line(tmp_path, monkeypatch, capfd):
+    import shutil
+
+    from tff_idp.engine import persist
+    monkeypatch.chdir(tmp_path)
+    real = persist.write_csv
+
+    def removed(path, rows):                    # someone deletes the results mid-run
+        shutil.rmtree(tmp_path / "out")
+        real(path, rows)
+    monkeypatch.setattr(persist, "write_csv", removed)
+    assert run.main(SMALL + ["--output-dir", "out"]) == 1
+    _one_line(capfd, "the run's results could not be written")
+
+
+def _finished_table(tmp_path):
+    path = tiny_table(tmp_path, methods='["p_fedavg"]', seeds=1)
+    assert run.main([str(path), "--scale", "smoke", "--no-report", "--quiet"]) == 0
+    return path
+
+
+def _sigterm_after(seconds):
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    return timer
+
+
+def test_a_report_never_blocks_on_a_fifo_in_a_run_file(tmp_path, capfd):
+    path = _finished_table(tmp_path)
+    metrics = next((tmp_path / "results").rglob("metrics.csv"))
+    metrics.unlink()
+    os.mkfifo(metrics)
+    capfd.readouterr()
+    timer = _sigterm_after(30)                  # a hang ends as 143, which fails the test
+    try:
+        status = report.main([str(path), "--scale", "smoke"])
+    finally:
+        timer.cancel()
+    assert status in (0, 1)
+
+
+@pytest.mark.parametrize("entry", ["run", "report"])
+def test_a_stop_during_a_long_start_up_step_ends_at_once(tmp_path, monkeypatch, capfd, entry):
+    """A start-up step (expanding a huge table, reading run folders) used to record a
+    SIGTERM and go on for minutes; now the stop ends it within a second."""
+    from tff_idp.harness import table as table_mod
+    path = _finished_table(tmp_path) if entry == "report" else tiny_table(tmp_path)
+    real = table_mod.expand
+
+    def slow(*a, **k):                          # a step that would take a minute
+        time.sleep(60)
+        return real(*a, **k)
+    monkeypatch.setattr(table_mod, "expand", slow)
+    monkeypatch.setattr(run if entry == "run" else report, "expand", slow, raising=False)
+    capfd.readouterr()
+    timer = _sigterm_after(0.5)
+    start = time.perf_counter()
+    try:
+        main = run.main if entry == "run" else report.main
+        status = main([str(path), "--scale", "smoke"])
+    finally:
+        timer.cancel()
+    assert status == 143 and time.perf_counter() - start < 10
+    _one_line(capfd, "stopped")
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda t: t[:t.rindex(",", 0, len(t) - 5)], "cut short"),
+    (lambda t: t.replace(",test_accuracy,", ",test_accuracy,extra,", 1), "extra fields"),
+    (lambda t: _first_accuracy(t, "nan"), "'nan' is not a percentage"),
+    (lambda t: _first_accuracy(t, "1e309"), "'1e309' is not a percentage"),
+    (lambda t: _first_accuracy(t, "-3"), "'-3' is not a percentage"),
+    (lambda t: _first_accuracy(t, "101"), "'101' is not a percentage"),
+])
+def test_replot_refuses_a_damaged_curves_file(tmp_path, capfd, edit, needle):
+    path = _finished_table(tmp_path)
+    assert report.main([str(path), "--scale", "smoke"]) == 0
+    curves = next((tmp_path / "results").rglob("curves.csv"))
+    curves.write_text(edit(curves.read_text()))
+    capfd.readouterr()
+    assert report.main([str(path), "--scale", "smoke", "--replot"]) == 2
+    _one_line(capfd, needle)
+
+
+def _first_accuracy(text, value):
+    lines = text.splitlines()
+    head = lines[0].split(",")
+    col = head.index("accuracy")
+    for i, line in enumerate(lines[1:], 1):
+        cells = line.split(",")
+        if cells[col]:
+            cells[col] = value
+            lines[i] = ",".join(cells)
+            break
+    return "\n".join(lines) + "\n"
