@@ -157,6 +157,14 @@ BAD = [
     (["--set", "name=\"a/b\""], "name='a/b'"),
     (["--set", "rounds=\"ten\""], "rounds='ten': must be an integer"),
     (["--set", "budgets=\"1.0\""], "budgets='1.0': must be a list"),
+    # issue 62 item 5: the messages a new user met
+    (["--set", "budgets=\"1,2,4\""], "budgets='1,2,4': must be a list; in TOML, e.g. --set "
+                                      "'budgets=[1.0, 2.0, 4.0]'"),
+    (["--set", "methods=\"gdpfed_plus\""], "methods='gdpfed_plus': must be a list; in TOML, "
+                                           "e.g. --set 'methods=[\"gdpfed_plus\""),
+    (["--set", "methods=[\"gdpfed+\"]"], "did you mean 'gdpfed_plus'?"),
+    (["--set", "dataset=\"fmnist\""], "dataset='fmnist': unknown data set; did you mean "
+                                      "'fashion_mnist'"),
     (["--set", "methods=[]"], "methods=[]: needs at least one method"),
     (["--set", "reference={fedavg=1.0}"], "reference='fedavg'"),
     (["--set", "local_epsilon=nan"], "local_epsilon=nan: must be finite"),

@@ -22,16 +22,17 @@ def _one_line_error(capfd, needle):
 def test_results_are_named_after_the_config_file_and_another_config_is_refused(
         tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "mine.toml").write_text('local_lr = 0.1\n')
-    assert run.main(["mine.toml", "--output-dir", "out"] + SMALL) == 0
+    small = 'rounds = 1\nnum_clients = 20\nmethods = ["p_fedavg"]\n'
+    (tmp_path / "mine.toml").write_text('local_lr = 0.1\n' + small)
+    assert run.main(["mine.toml", "--output-dir", "out", "--quiet"]) == 0
     folder = tmp_path / "out" / "mine" / "p_fedavg-seed0"
     before = (folder / "summary.json").read_text()
     capfd.readouterr()
-    (tmp_path / "mine.toml").write_text('local_lr = 0.2\n')        # another config, same name
-    assert run.main(["mine.toml", "--output-dir", "out"] + SMALL) == 2
+    (tmp_path / "mine.toml").write_text('local_lr = 0.2\n' + small)   # another config, same name
+    assert run.main(["mine.toml", "--output-dir", "out", "--quiet"]) == 2
     _one_line_error(capfd, "name='mine': ")
     assert (folder / "summary.json").read_text() == before           # nothing written
-    assert run.main(["mine.toml", "--output-dir", "out", "--force"] + SMALL) == 0
+    assert run.main(["mine.toml", "--output-dir", "out", "--force", "--quiet"]) == 0
     assert (folder / "summary.json").read_text() != before
 
 
@@ -247,3 +248,21 @@ def test_the_canary_estimate_counts_signs_and_a_rounds_updates():
     assert need["signs"] == 20_000 * 207_922
     # 10,000 inserted at 3.5%: 350 expected, 461 at six standard deviations, 3 float32 copies
     assert need["round"] == pytest.approx(3 * 4 * 461.4 * 1_663_370, rel=1e-3)
+
+
+def test_a_changed_single_run_goes_to_its_own_folder(tmp_path, monkeypatch, capfd):
+    """Issue 62 item 2: `run --backend fast` then `run` then `run --set rounds=2` collided
+    ("holds a p_fedavg run of another config"); each now has its own folder, as a table's
+    changed runs do; keys that only place a run keep the name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.toml").write_text(
+        'methods = ["p_fedavg"]\nrounds = 1\nnum_clients = 20\nbackend = "fast"\n'
+        'output_dir = "out"\n')
+    for extra in ([], ["--set", "rounds=2"], ["--set", "local_lr=0.05", "--set",
+                                               "fast_chunk_size=4"], []):
+        assert run.main(["tiny.toml", "--quiet"] + extra) == 0, capfd.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "tiny", "tiny+local_lr_0.05", "tiny+rounds_2"]
+    assert run.main(["tiny.toml", "--quiet", "--set", 'name="mine"', "--set",
+                     "rounds=2"]) == 0
+    assert (tmp_path / "out" / "mine").is_dir()

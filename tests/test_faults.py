@@ -58,7 +58,7 @@ def _run(args, cwd):
 
 def test_a_rerun_skips_finished_methods_and_force_retrains(tmp_path):
     args = ["--set", 'methods=["p_fedavg"]', "--set", "rounds=2", "--set", "num_clients=30",
-            "--set", 'output_dir="out"']
+            "--set", 'output_dir="out"', "--set", 'name="digits-default"']
     first = _run(args, tmp_path)
     assert first.returncode == 0, first.stderr
     metrics = tmp_path / "out" / "digits-default" / "p_fedavg-seed0" / "metrics.csv"
@@ -85,7 +85,7 @@ def test_a_stop_signal_finishes_the_round_writes_a_checkpoint_and_says_so(tmp_pa
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", "rounds=400", "--set",
             'methods=["p_fedavg"]', "--set", "checkpoint_every=0", "--set",
-            'output_dir="out"']
+            'output_dir="out"', "--set", 'name="digits-default"']
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     partial = tmp_path / "out" / "digits-default" / "p_fedavg-seed0.partial"
@@ -142,7 +142,8 @@ def test_a_second_run_into_the_same_folder_refuses_in_one_line(tmp_path):
     import time
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "tff_idp.run", "--quiet", "--set", "rounds=400", "--set",
-            'methods=["p_fedavg"]', "--set", 'backend="fast"', "--set", 'output_dir="out"']
+            'methods=["p_fedavg"]', "--set", 'backend="fast"', "--set", 'output_dir="out"',
+            "--set", 'name="digits-default"']
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     lock = tmp_path / "out" / "digits-default" / "p_fedavg-seed0.lock"
@@ -244,7 +245,8 @@ def test_ctrl_c_at_any_moment_of_start_up_ends_in_one_line_and_130(tmp_path, aft
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
                              "rounds=400", "--set", 'methods=["p_fedavg"]', "--set",
-                             'output_dir="out"'], cwd=tmp_path, env=env,
+                             'output_dir="out"',
+                             "--set", 'name="digits-default"'], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(after)
     proc.send_signal(signal.SIGINT)
@@ -339,7 +341,8 @@ def test_a_cut_real_labels_file_stops_the_run_in_one_line_before_anything_is_wri
     done = subprocess.run([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
                            'dataset="fashion_mnist"', "--set", 'model="cnn2"', "--set",
                            "rounds=1", "--set", f'data_root="{tmp_path / "ds"}"', "--set",
-                           f'data_dir="{tmp_path / "no-tfds"}"', "--set", 'output_dir="out"'],
+                           f'data_dir="{tmp_path / "no-tfds"}"', "--set", 'output_dir="out"',
+                           "--set", 'name="digits-default"'],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
@@ -410,7 +413,8 @@ def test_a_full_disk_ends_in_one_line_and_leaves_no_lock_and_nothing_complete(sm
     for _ in range(2):                              # the rerun is not blocked by a lock
         done = subprocess.run([sys.executable, "-m", "tff_idp.run", "--quiet", "--set",
                                "rounds=3", "--set", 'methods=["p_fedavg"]', "--set",
-                               f'output_dir="{small_fs / "out"}"'], cwd=tmp_path, env=env,
+                               f'output_dir="{small_fs / "out"}"',
+                               "--set", 'name="digits-default"'], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 1 and len(lines) == 1, done.stderr
@@ -536,8 +540,10 @@ def test_a_long_round_stops_at_the_next_chunk_and_resumes_to_the_same_metrics(tm
             "checkpoint_every=0"]
     from tff_idp import run
     monkeypatch.chdir(tmp_path)          # the uninterrupted reference in this process
-    assert run.main(args[3:] + ["--set", 'output_dir="ref"']) == 0
-    proc = subprocess.Popen(args + ["--set", 'output_dir="out"'], cwd=tmp_path, env=env,
+    assert run.main(args[3:] + ["--set", 'output_dir="ref"', "--set",
+                                'name="digits-default"']) == 0
+    proc = subprocess.Popen(args + ["--set", 'output_dir="out"',
+                                    "--set", 'name="digits-default"'], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     partial = tmp_path / "out" / "digits-default" / "p_fedavg-seed0.partial"
     deadline = time.time() + 300
@@ -555,7 +561,8 @@ def test_a_long_round_stops_at_the_next_chunk_and_resumes_to_the_same_metrics(tm
     r = int(lines[0].split("stopped during round ")[1].split(" ")[0])
     with np.load(partial / "checkpoint.npz", allow_pickle=False) as z:
         assert json.loads(str(z["meta"]))["rounds_done"] == r - 1
-    again = subprocess.run(args + ["--set", 'output_dir="out"'], cwd=tmp_path, env=env,
+    again = subprocess.run(args + ["--set", 'output_dir="out"',
+                                   "--set", 'name="digits-default"'], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
 

@@ -142,3 +142,31 @@ def test_the_readme_is_short_and_every_link_in_it_and_docs_resolves():
             if path and not path.startswith("http"):
                 target = (page.parent / path).resolve()
                 assert target.exists() and ROOT in target.parents, (page.name, link)
+
+
+def _pins():
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[name.strip().lower()] = version.strip()
+    return pins
+
+
+def test_declared_dependencies_admit_the_pins_and_cover_tffs_run_time():
+    """Issue 62 item 7: `pip install -e .` then TFF with --no-deps ended in
+    ModuleNotFoundError (tensorflow_model_optimization): TFF's run-time dependencies were
+    pinned in requirements.txt only. Every declared dependency admits its pin, and every pin
+    but the test tools is declared."""
+    from packaging.requirements import Requirement
+    pins = _pins()
+    declared = {}
+    for dep in PYPROJECT["project"]["dependencies"]:
+        req = Requirement(dep)
+        declared[req.name.lower()] = req
+        assert req.name.lower() in pins, f"{dep}: not pinned in requirements.txt"
+        assert req.specifier.contains(pins[req.name.lower()], prereleases=True), \
+            f"{dep} does not admit requirements.txt's {pins[req.name.lower()]}"
+    test_tools = {"pytest", "pytest-timeout", "pytest-xdist", "execnet"}
+    assert set(pins) - test_tools <= set(declared), set(pins) - test_tools - set(declared)

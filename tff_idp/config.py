@@ -202,14 +202,18 @@ def _coerce(key, value):
             _fail(key, value, "must be a table of method = number")
         return {str(k): float(v) for k, v in value.items()}
     if "List" in str(typ):
+        numbers = "float" in str(typ)
+        example = (f"{key}=[1.0, 2.0, 4.0]" if numbers else f'{key}=["gdpfed_plus", "dp_fedavg"]')
+        syntax = (f"; in TOML, e.g. --set '{example}' (quote the whole argument for the "
+                  "shell)")
         if not isinstance(value, list):
-            _fail(key, value, "must be a list")
-        if "float" in str(typ):
+            _fail(key, value, "must be a list" + syntax)
+        if numbers:
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-                _fail(key, value, "must be a list of numbers")
+                _fail(key, value, "must be a list of numbers" + syntax)
             return [float(v) for v in value]
         if not all(isinstance(v, str) for v in value):
-            _fail(key, value, "must be a list of names")
+            _fail(key, value, "must be a list of names" + syntax)
         return list(value)
     if "float" in str(typ):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -312,7 +316,8 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
     if cfg.dataset not in SOURCES:
-        _fail("dataset", cfg.dataset, f"unknown data set; choose from {sorted(SOURCES)}")
+        _fail("dataset", cfg.dataset, f"unknown data set{did_you_mean(cfg.dataset, SOURCES)} "
+              f"(python -m tff_idp.run --list shows every one)")
     if cfg.model not in MODELS:
         _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
     if cfg.num_clients < 1:
@@ -507,9 +512,21 @@ def _unknown_key(key: str, value) -> None:
 
 
 def did_you_mean(word: str, choices) -> str:
-    """"; did you mean 'x'?" for the closest of ``choices`` (difflib's ratio), or ""."""
+    """"; did you mean 'x'?" for ``word`` spelled as a registry writes it (lower case, '_'
+    for '-' and ' ', '_plus' for '+': gdpfed+ -> gdpfed_plus), or for a choice that holds
+    all its letters in order (fmnist -> fashion_mnist), or the closest by difflib's ratio;
+    "" when none is near."""
     import difflib
-    close = difflib.get_close_matches(word, sorted(choices), n=2, cutoff=0.6)
+    choices = sorted(choices)
+    norm = str(word).lower().replace("+", "_plus").replace("-", "_").replace(" ", "_")
+    if norm in choices and norm != word:
+        close = [norm]
+    else:
+        def holds(choice):                     # every letter of word, in order
+            it = iter(choice)
+            return all(ch in it for ch in norm.replace("_", ""))
+        close = [c for c in choices if len(norm) >= 3 and holds(c) and c != word][:2] or \
+            difflib.get_close_matches(norm, choices, n=2, cutoff=0.6)
     if not close:
         return ""
     return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

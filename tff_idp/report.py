@@ -1,4 +1,4 @@
-"""python -m tff_idp.report TABLE.toml [--scale smoke|laptop|paper] [--out DIR]
+"""python -m tff_idp.report TABLE.toml --scale smoke|laptop|paper [--report-dir DIR]
 
 Aggregates a table's results over seeds (mean and sample std), renders the table in the
 paper's shape with our number, the paper's number and the difference in each cell, as
@@ -31,7 +31,7 @@ import numpy as np
 from .atomic import atomic_savefig, regular_file
 from .config import ConfigError
 from .harness import bounds as bounds_mod
-from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets,
+from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets, require_scale,
                             only_methods, with_overrides)
 from .harness.runner import unit_complete
 
@@ -851,8 +851,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tff_idp.report",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("table", help="a table config (TOML with a [table] section)")
-    p.add_argument("--scale", default="paper",
-                   help="smoke, laptop or paper (default): whose results to report")
+    p.add_argument("--scale", default=None,
+                   help="smoke, laptop or paper: whose results to report (required for a "
+                   "table of trained runs, as for run; computed tables: paper)")
     p.add_argument("--report-dir", "--out", dest="out", default=None,
                    help="folder of the report (default <results>/<table>/<scale>/report; "
                    "the same flag as run's)")
@@ -890,6 +891,9 @@ def _report(args) -> int:
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
         spec = with_overrides(spec, args.overrides)
+        if args.scale is None and spec.kind != "train":    # computed: no scale of runs
+            args.scale = "paper"
+        args.scale = require_scale(args.scale)
         units = expand(spec, args.scale, args.output_dir)
         if args.archive:
             from .harness.archive import archive_root

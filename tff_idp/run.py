@@ -113,6 +113,18 @@ OBSERVERS_LEGEND = (
     "cohort), client-drawn noise under secure aggregation.")
 
 
+COLUMNS_LEGEND = (
+    "Columns: test_acc_% the final model's test accuracy; rates_% each privacy group's "
+    "per-round sampling rate q_m (a client of group m takes part with probability q_m); "
+    "sigma^2 each group's squared noise multiplier sigma_m^2 (noise std on the group's sum / "
+    "clip; GDPFed Alg. 1); Lambda the noise's expected squared norm per coordinate, "
+    "(C^2 / M) sum_m a_m (k_m / d) sigma_m^2 as in GDPFed's Table III (lower: less noise in "
+    "the update; privacy.gdpfed.noise_magnitude); eps vs model viewers "
+    "/ budget and eps vs server, each with its accountant (below); s/round training seconds a "
+    "round after the first. Groups are in the order of budgets (group 0 the strictest). Per "
+    "client: ledger.csv in each run folder.")
+
+
 LOCAL_DP_LEGEND = (
     "MS-PAFL / LDP-FedAvg rows: record-level local DP (replace one record of one client's "
     "data), each client adding the full sigma to its own upload. The covering epsilon "
@@ -255,6 +267,7 @@ def _main(argv, stop) -> int:
                 extra.append(f"output_dir={_toml_string(args.output_dir)}")
             from . import config
             cfg = config.load(args.config, args.overrides + extra)
+            cfg = changed_run_name(cfg, args.overrides + extra)
             from .runtime import one_thread_per_op_for_lanes
             one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
             _stop_point(stop)
@@ -309,7 +322,7 @@ def _run_table(args, stop) -> int:
                                 only_seeds, require_scale, with_overrides)
     try:
         with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
-            require_scale(args.scale)
+            args.scale = require_scale(args.scale)
             if args.jobs < 1:
                 raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
             whole = with_overrides(load_table(args.config), table_overrides(args))
@@ -381,6 +394,31 @@ def table_overrides(args) -> list:
                                                             ("device", args.device)) if v]
 
 
+# --set keys that change neither what a run computes nor which run it is
+NAME_NEUTRAL_KEYS = ("name", "methods", "method", "reference")
+
+
+def changed_run_name(cfg, items):
+    """``cfg`` with ``<name>+<changes>`` as its name when ``items`` (its --set, --backend and
+    --device) change what it computes and do not set the name: as a table's changed runs go
+    to ``<scale>+<changes>/``, a changed single run gets its own folder, so the natural
+    second command (``--backend fast``, then without) never meets the first's results.
+    Keys that only place the run (``config.PLACEMENT_KEYS``) keep the name."""
+    from .config import PLACEMENT_KEYS, parse_override
+    from .harness.table import override_suffix
+    keys = [parse_override(item)[0] for item in items]
+    if "name" in keys:
+        return cfg
+    computing = [item for item, key in zip(items, keys)
+                 if key not in PLACEMENT_KEYS + NAME_NEUTRAL_KEYS]
+    if not computing:
+        return cfg
+    from .config import check_name
+    name = cfg.name + override_suffix(computing)
+    check_name("name", name)
+    return dataclasses.replace(cfg, name=name)
+
+
 def _check_run_folders(cfg, foreign: bool = True) -> None:
     """One-line ConfigError when a method's results folder holds a finished run of another
     config (two configs with one ``name`` used to overwrite each other silently), or cannot
@@ -449,6 +487,7 @@ def _train_all(exp, args) -> int:
     from .report import plot_run_curves
     plot = plot_run_curves({m: out_root / run_folder_name(cfg, m) for m in cfg.methods},
                            out_root / f"convergence-seed{cfg.seed}.png", title, cfg.reference)
+    print(textwrap.fill(COLUMNS_LEGEND, 100))
     if any(s["privacy"].get("groups") for s in summaries):
         print(textwrap.fill(OBSERVERS_LEGEND, 100))
     if any(s["privacy"].get("table_epsilon") for s in summaries):

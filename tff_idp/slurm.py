@@ -217,7 +217,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         check_sbatch_fields(args)
-        require_scale(args.scale)
+        args.scale = require_scale(args.scale)
         whole = with_overrides(load_table(args.table), args.overrides)
         spec = only_methods(only_datasets(whole, args.only), args.methods)
         if spec.kind != "train":

@@ -96,3 +96,18 @@ def test_a_seed_outside_the_scales_seeds_is_refused(tmp_path, capfd):
     _assert_one_line(capfd, run.main([path, "--scale", "smoke", "--seeds", "1"]),
                      "--seeds=1: not a seed of tiny at scale smoke")
     assert not (tmp_path / "results").exists()
+
+
+def test_scale_and_only_are_not_case_sensitive(tmp_path):
+    """Issue 62 item 5: `--only fmnist` and `--scale Paper` were refused."""
+    from tff_idp.harness.table import only_datasets, require_scale
+    spec = load_table(str(tiny_table(tmp_path)))
+    assert list(only_datasets(spec, "DIGITS").datasets) == ["digits"]
+    assert require_scale("Paper") == "paper" and require_scale("SMOKE") == "smoke"
+
+
+def test_report_wants_a_scale_like_run(tmp_path, capfd):
+    """Issue 62 item 5: report defaulted to --scale paper while run requires it."""
+    path = tiny_table(tmp_path)
+    assert report.main([str(path)]) == 2
+    _assert_one_line(capfd, 2, "--scale: required for a table config")

@@ -77,7 +77,7 @@ def require_scale(scale: Optional[str]) -> str:
     """A table run's ``--scale``, which has no default: paper scale by accident costs hours."""
     if scale is None:
         raise ConfigError(f"--scale: required for a table config; choose {SCALE_CHOICES}")
-    return scale
+    return scale.lower() if scale.lower() in SCALES else scale     # --scale Paper
 
 
 def _has_personal_phase(get) -> bool:
@@ -299,7 +299,8 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
     ``"FMNIST"``); ``None`` keeps them all. An unknown label is a one-line ConfigError."""
     if only is None:
         return spec
-    labels = [x.strip() for x in only.split(",") if x.strip()]
+    by_case = {k.lower(): k for k in spec.datasets}       # --only fmnist means FMNIST
+    labels = [by_case.get(x.strip().lower(), x.strip()) for x in only.split(",") if x.strip()]
     for label in labels or [only]:
         if label not in spec.datasets:
             _fail("--only", label, f"no such data set in {spec.name}; choose from "
