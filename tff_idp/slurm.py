@@ -94,7 +94,12 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
               "# an interrupted one resumes from its checkpoint",
               "set -euo pipefail",
               f"cd {shlex.quote(str(repo))}"]
-    lines += list(args.setup)
+    for line in args.setup:      # a setup line that fails (a module the cluster lacks) says
+        lines.append(f"{{ {line}\n}} || echo {shlex.quote('warning: --setup line failed: ' + line)}"
+                     " >&2")                              # so, and the task goes on
+    lines += [": \"${SLURM_CPUS_PER_TASK:=%d}\"" % args.cpus,
+              "export SRUN_CPUS_PER_TASK=\"$SLURM_CPUS_PER_TASK\"   # Slurm 22.05-23.02: "
+              "srun does not inherit --cpus-per-task"]
     if gpu:                                # a GPU=1 environment's CUDA libraries
         venv = str(Path(python).parent.parent)
         lines += [f"source scripts/gpu_env.sh {shlex.quote(venv)}"]
@@ -104,7 +109,7 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
               'echo "task ${SLURM_ARRAY_TASK_ID} (restart ${SLURM_RESTART_COUNT:-0}) on '
               '$(hostname)"',
               "status=0",
-              f"srun --ntasks=1 {task} || status=$?",
+              f"srun --ntasks=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" {task} || status=$?",
               f"if [ \"$status\" -eq {STOPPED} ]; then   # SIGTERM: checkpointed; go on later",
               '  echo "stopped by SIGTERM: requeue ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"',
               '  scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"',
@@ -270,8 +275,12 @@ def main(argv=None) -> int:
         return 0
     repo = Path(__file__).resolve().parents[1]
     python = str(Path(args.python or sys.executable).absolute())
+    time_note = ""
     if args.time is None:
+        from .harness.cost import GPU_NAME
         args.time = default_time([all_units[i] for i in todo])
+        time_note = (f"; --time {args.time}: the cost model's slowest unit on one {GPU_NAME} "
+                     "x 1.5 + 15 min (give --time for another device)")
     text = sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(), python)
     why = shell_syntax_error(text)
     if why:                                # e.g. an unbalanced quote in a --setup line
@@ -283,7 +292,7 @@ def main(argv=None) -> int:
     script = slurm_dir / "array.sbatch"
     script.write_text(text)
     print(f"wrote {script} ({len(todo)} of {len(units)} units; index -> unit in "
-          f"{slurm_dir / 'units.tsv'})")
+          f"{slurm_dir / 'units.tsv'}){time_note}")
     if args.dry_run:                       # shown, for a look before a real submit
         print("\n" + text)
         return 0

@@ -30,7 +30,8 @@ from typing import Dict
 
 import numpy as np
 
-GPU_PEAK_FLOPS = 38.7e12          # NVIDIA RTX A6000, fp32
+GPU_NAME = "NVIDIA RTX A6000"         # the device the estimates assume
+GPU_PEAK_FLOPS = 38.7e12          # its fp32 peak
 GPU_UTILISATION = 0.25
 GPU_STEP_LATENCY = 0.003          # seconds per chunk-step of the fast backend (assumed)
 COHORT_EFFICIENCY = 0.65          # cohort-batched training against one dense batch (assumed)
