@@ -266,3 +266,29 @@ def test_a_changed_single_run_goes_to_its_own_folder(tmp_path, monkeypatch, capf
     assert run.main(["tiny.toml", "--quiet", "--set", 'name="mine"', "--set",
                      "rounds=2"]) == 0
     assert (tmp_path / "out" / "mine").is_dir()
+
+
+def test_seeds_on_a_single_config_give_mean_and_std(tmp_path, monkeypatch, capsys):
+    """Issue 62 item 3: comparing methods over seeds needed a home-made table; now
+    `run CONFIG --seeds 0,1,2` runs each seed and adds the mean +- std over them (the sample
+    std, as the tables') and a plot with a labelled band."""
+    import csv
+    import statistics
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "two.toml").write_text('methods = ["p_fedavg", "dp_fedavg"]\nrounds = 1\n'
+                                       'num_clients = 20\nbackend = "fast"\n')
+    assert run.main(["two.toml", "--quiet", "--seeds", "0,1,2"]) == 0
+    out = tmp_path / "results" / "two"
+    with open(out / "summary-seeds0-2.csv") as f:
+        rows = {r["method"]: r for r in csv.DictReader(f)}
+    accs = []
+    for k in range(3):
+        with open(out / f"summary-seed{k}.csv") as f:
+            accs.append(float(next(r for r in csv.DictReader(f)
+                                   if r["method"] == "dp_fedavg")["test_acc_%"]))
+    assert float(rows["dp_fedavg"]["test_acc_% mean"]) == pytest.approx(
+        statistics.mean(accs), abs=0.006)
+    assert float(rows["dp_fedavg"]["std"]) == pytest.approx(statistics.stdev(accs), abs=0.006)
+    assert (out / "convergence-seeds0-2.png").stat().st_size > 0
+    assert "over seeds 0, 1, 2" in capsys.readouterr().out
+    assert run.main(["two.toml", "--quiet", "--seeds", "0,x"]) == 2

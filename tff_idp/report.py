@@ -404,7 +404,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     panels = list(axes.flat)
     for ax in panels[len(layout):]:
         ax.set_visible(False)
-    drawn, synthetic = False, False
+    drawn, synthetic, banded, seeds = False, False, False, set()
     for ax, (ds, panel_title, members) in zip(panels, layout):
         pairs = [(col, m) for col in members for m in spec.methods_of(ds, col)]
         metrics, last_round = set(), 0
@@ -417,7 +417,8 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             curves = np.asarray(c["curves"], float)
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)   # rounds not evaluated
-                mean, sd = np.nanmean(curves, axis=0), np.nanstd(curves, axis=0)
+                mean = np.nanmean(curves, axis=0)    # std over seeds as the tables give it
+                sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * mean
             x = np.arange(1, len(mean) + 1)
             last_round = max(last_round, len(mean))
             label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
@@ -425,9 +426,11 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             keep = np.isfinite(mean)               # rounds not evaluated (eval_every)
             line, = ax.plot(x[keep], mean[keep], label=label,
                             marker="o" if keep.sum() < 12 else None)
+            seeds.add(len(curves))
             if len(curves) > 1:
                 ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
                                 color=line.get_color())
+                banded = True
             paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
             if isinstance(paper, (int, float)):
                 _paper_star(ax, x[-1], paper, line.get_color())
@@ -458,7 +461,13 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                                 for m in spec.methods_of(ds, col)):
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
-    title = f"{spec.name}: convergence (mean over seeds), scale {scale}"
+    if banded:
+        from matplotlib.patches import Patch
+        handles.append(Patch(color="grey", alpha=0.2))
+        labels.append("shaded: mean ± 1 std over seeds")
+    over = ("one seed" if seeds == {1} else f"mean over {max(seeds)} seeds" if len(seeds) == 1
+            else f"mean over {min(seeds)}-{max(seeds)} seeds by cell")
+    title = f"{spec.name}: convergence ({over}), scale {scale}"
     if synthetic:
         title += " - synthetic stand-in data (wiring check)"
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 14))), fontsize=10)
@@ -489,30 +498,48 @@ def _accuracy_label(metrics) -> str:
     return "test accuracy (%)"
 
 
-def plot_run_curves(folders: Dict[str, Path], path: Path, title: str,
+def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
                     reference: Optional[Dict[str, float]] = None) -> Path:
-    """One experiment config's methods (``folders``: method -> its run folder): test accuracy
-    per round, the paper's value (``reference``) as a star at the last round."""
+    """One experiment config's methods (``folders``: method -> its run folder, or a list of
+    its seeds' folders): test accuracy per round (with several seeds their mean and a
+    shaded mean +- 1 std band), the paper's value (``reference``) as a star at the last
+    round."""
     plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
     from .methods import paper_name
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
-    metrics = set()
-    for method, folder in folders.items():
-        s, curve = read_run(folder)
-        y = np.asarray(curve, float)
+    metrics, banded = set(), False
+    for method, where in folders.items():
+        runs = [read_run(f) for f in (where if isinstance(where, (list, tuple)) else [where])]
+        s = runs[0][0]
+        curves = np.asarray([curve for _, curve in runs], float)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)      # rounds not evaluated
+            y = np.nanmean(curves, axis=0)
+            sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * y
         x = np.arange(1, len(y) + 1)
         keep = np.isfinite(y)
         covered = s.get("privacy", {}).get("guarantee", {}).get("valid") is not False
         line, = ax.plot(x[keep], y[keep], label=paper_name(method) + ("" if covered else " †"))
+        if len(runs) > 1:
+            ax.fill_between(x[keep], (y - sd)[keep], (y + sd)[keep], alpha=0.2,
+                            color=line.get_color())
+            banded = True
         paper = (reference or {}).get(method)
         if paper is not None:
             _paper_star(ax, x[-1], paper, line.get_color())
         metrics.add(s.get("headline_metric", "test_accuracy"))
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(_accuracy_label(metrics))
     ax.grid(alpha=0.3)
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
+    if banded:
+        from matplotlib.patches import Patch
+        handles.append(Patch(color="grey", alpha=0.2))
+        labels.append("shaded: mean ± 1 std over seeds")
     if reference:
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
@@ -662,9 +689,11 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         text, rows_csv = train_table(spec, cells, compare)
         missing = [m for c in cells.values() for m in c["missing"]]
         notes = sorted({n for c in cells.values() for n in c["notes"]})
+        has_paper = any(spec.reference.values())
         md += ["", f"Scale `{scale}`: {len(units) - len(missing)} of {len(units)} runs "
                "complete. Each cell: ours (mean ± std over seeds)" +
-               (" / paper (ours - paper)" if compare else
+               ("; this table has no paper numbers (no [reference])" if not has_paper else
+                " / paper (ours - paper)" if compare else
                 "; the paper's numbers are left out at smoke scale (two rounds, mostly on "
                 "stand-in data: a check of the wiring, not a reproduction)") +
                "; test accuracy in %.", ""]

@@ -88,7 +88,8 @@ def parse_args(argv):
     p.add_argument("--seeds", default=None, metavar="SEEDS",
                    help="table configs: only these of the table's seeds (comma-separated, e.g. "
                    "0 to run seed 0 of every cell first; the others later by the command "
-                   "without this flag)")
+                   "without this flag); an experiment config: run it at each of these seeds "
+                   "(e.g. 0,1,2) and add a mean +- std table and plot over them")
     p.add_argument("--report-dir", default=None,
                    help="table configs: write the report here (default "
                    "<output_dir>/<table>/<scale>/report)")
@@ -252,7 +253,7 @@ def _main(argv, stop) -> int:
     try:
         with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
             table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
-                ("only", args.only), ("methods", args.methods), ("seeds", args.seeds),
+                ("only", args.only), ("methods", args.methods),
                 ("report_dir", args.report_dir),
                 ("scale", args.scale),
                 ("jobs", None if args.jobs == 1 else args.jobs),
@@ -268,6 +269,7 @@ def _main(argv, stop) -> int:
             from . import config
             cfg = config.load(args.config, args.overrides + extra)
             cfg = changed_run_name(cfg, args.overrides + extra)
+            seeds = single_config_seeds(args.seeds, cfg)
             from .runtime import one_thread_per_op_for_lanes
             one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
             _stop_point(stop)
@@ -289,6 +291,9 @@ def _main(argv, stop) -> int:
             check_methods(exp)          # e.g. a split the model has not: before any write
             _check_run_folders(cfg, foreign=not args.force)
         _stop_point(stop)
+        if seeds:                          # one run of the config per seed, then over them
+            with tf.device(device):
+                return _train_seeds(exp, args, seeds, stop)
         if exp.save_partition is not None:
             exp.save_partition()
         with tf.device(device):            # a stop from here: the round loop's clean stop
@@ -454,6 +459,73 @@ def run_folder_name(cfg, method: str) -> str:
 def _toml_string(text: str) -> str:
     """``text`` as a TOML basic string (for a --set built from a flag)."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+MAX_SEEDS = 1000
+
+
+def single_config_seeds(text, cfg):
+    """The seeds of ``--seeds`` for an experiment config (comma-separated non-negative
+    integers, at most 1,000 of them), or None; one line naming the flag otherwise."""
+    if text is None:
+        return None
+    items = [x.strip() for x in str(text).split(",")]
+    if not all(x.isdigit() for x in items) or not items or len(items) > MAX_SEEDS:
+        raise ConfigError(f"--seeds={text!r}: comma-separated seeds, e.g. 0,1,2 (at most "
+                          f"{MAX_SEEDS:,})")
+    seeds = list(dict.fromkeys(int(x) for x in items))
+    if any(k >= 2 ** 31 for k in seeds):
+        raise ConfigError(f"--seeds={text!r}: each below 2^31")
+    return seeds
+
+
+def _train_seeds(exp, args, seeds, stop) -> int:
+    """The config at each seed (its own folders, <method>-seed<k>), then each method's mean
+    +- std over the seeds: printed, in summary-seeds<...>.csv, and convergence-seeds<...>.png
+    with a +-1 std band."""
+    import statistics
+
+    from .engine.experiment import prepare
+    from .results import format_table, reported_accuracy, write_csv
+    from .engine.persist import complete_run
+    base = exp.cfg
+    for k in seeds:
+        if stop.signum is not None:
+            return stop.exit_status
+        cfg = dataclasses.replace(base, seed=k)
+        with stop.immediately():
+            one = exp if k == base.seed else prepare(cfg, persist=False)
+            _check_run_folders(cfg, foreign=not args.force)
+        if one.save_partition is not None:
+            one.save_partition()
+        status = _train_all(one, args)
+        if status:
+            return status
+    out_root = Path(base.output_dir) / base.name
+    tag = f"seeds{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
+        else "seeds" + "_".join(map(str, seeds))
+    rows, folders = [], {}
+    for method in base.methods:
+        runs = [out_root / run_folder_name(dataclasses.replace(base, seed=k), method)
+                for k in seeds]
+        accs = [100 * reported_accuracy(complete_run(f, dataclasses.replace(base, seed=k),
+                                                     method)) for f, k in zip(runs, seeds)]
+        folders[method] = runs
+        sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
+        rows.append({"method": method, "seeds": len(accs),
+                     "test_acc_% mean": f"{statistics.mean(accs):.2f}",
+                     "std": f"{sd:.2f}", "min": f"{min(accs):.2f}", "max": f"{max(accs):.2f}"})
+    write_csv(out_root / f"summary-{tag}.csv", rows)
+    from .report import plot_run_curves
+    title = (f"{base.name}: mean over seeds {', '.join(map(str, seeds))} "
+             f"({base.dataset}/{base.model}, budgets={base.budgets})")
+    plot = plot_run_curves(folders, out_root / f"convergence-{tag}.png", title,
+                           base.reference)
+    print(f"\nover seeds {', '.join(map(str, seeds))} (std: the sample standard deviation "
+          "over seeds):")
+    print(format_table(rows, list(rows[0].keys())))
+    print(f"results in {out_root}; summary-{tag}.csv; plot {plot}")
+    return 0
 
 
 def _train_all(exp, args) -> int:
