@@ -111,3 +111,15 @@ def test_report_wants_a_scale_like_run(tmp_path, capfd):
     path = tiny_table(tmp_path)
     assert report.main([str(path)]) == 2
     _assert_one_line(capfd, 2, "--scale: required for a table config")
+
+
+def test_the_example_comparison_reports_mean_and_std_without_paper_numbers(tmp_path, capfd):
+    """Issue 62 item 3: runs/examples/compare-two-methods.toml, at laptop scale (3 seeds)."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "runs/examples/compare-two-methods.toml"
+    out = tmp_path / "r"
+    assert run.main([str(path), "--scale", "laptop", "--quiet", "--output-dir", str(out)]) == 0
+    text = (out / "compare-two-methods/laptop/report/report.md").read_text()
+    assert "6 of 6 runs complete" in text and "this table has no paper numbers" in text
+    assert "ours - paper" not in text and " ± " in text
+    assert (out / "compare-two-methods/laptop/report/convergence.png").stat().st_size > 0
