@@ -1,6 +1,8 @@
 """Empirical privacy audits with canary clients (TF-free scoring and bounds)."""
-from .bounds import (best_lower_bound, cosine_scores, gaussian_pair_delta, guesses,
-                     lower_bound, one_shot_epsilon, one_shot_epsilon_null, p_value)
+from .bounds import (best_lower_bound, bootstrap_interval, canaries_needed, ceiling,
+                     cosine_scores, gaussian_pair_delta, guesses, lower_bound, one_shot_epsilon,
+                     one_shot_epsilon_null, p_value, verdict)
 
-__all__ = ["best_lower_bound", "cosine_scores", "gaussian_pair_delta", "guesses",
-           "lower_bound", "one_shot_epsilon", "one_shot_epsilon_null", "p_value"]
+__all__ = ["best_lower_bound", "bootstrap_interval", "canaries_needed", "ceiling",
+           "cosine_scores", "gaussian_pair_delta", "guesses", "lower_bound", "one_shot_epsilon",
+           "one_shot_epsilon_null", "p_value", "verdict"]
