@@ -48,18 +48,25 @@ def estimate_bytes(cfg, data, rates) -> dict:
             "total": data_bytes + plan + chunk}
 
 
-def check_fits(cfg, data, rates, have: int = None) -> None:
-    """ConfigError (one line) when :func:`estimate_bytes` exceeds 90% of the memory."""
+def _gb(b: float) -> str:
+    return f"{b / 2 ** 30:.3g} GB"
+
+
+def _refuse_beyond(need: dict, have, why) -> None:
+    """ConfigError (one line) when ``need["total"]`` exceeds 90% of ``have`` (default: the
+    machine's memory); ``why(need)`` says what needs it."""
     from ..errors import ConfigError
     have = machine_memory_bytes() if have is None else have
-    need = estimate_bytes(cfg, data, rates)
     if need["total"] > REFUSE_ABOVE * have:
-        gb = lambda b: f"{b / 2 ** 30:.3g} GB"
-        raise ConfigError(
-            f"local_steps={cfg.local_steps}, batch_size={cfg.batch_size}: a round needs at "
-            f"least {gb(need['total'])} (data {gb(need['data'])}, the cohort's training plan "
-            f"{gb(need['plan'])}, a chunk's examples {gb(need['chunk'])}); this machine has "
-            f"{gb(have)}")
+        raise ConfigError(f"{why(need)}; this machine has {_gb(have)}")
+
+
+def check_fits(cfg, data, rates, have: int = None) -> None:
+    """ConfigError (one line) when :func:`estimate_bytes` exceeds 90% of the memory."""
+    _refuse_beyond(estimate_bytes(cfg, data, rates), have, lambda need: (
+        f"local_steps={cfg.local_steps}, batch_size={cfg.batch_size}: a round needs at "
+        f"least {_gb(need['total'])} (data {_gb(need['data'])}, the cohort's training plan "
+        f"{_gb(need['plan'])}, a chunk's examples {_gb(need['chunk'])})"))
 
 
 def canary_bytes(canaries: int, parameters: int, rate: float) -> dict:
@@ -77,16 +84,10 @@ def canary_bytes(canaries: int, parameters: int, rate: float) -> dict:
 def check_canaries_fit(cfg, parameters: int, rate: float, have: int = None) -> None:
     """ConfigError (one line, before anything is written) when the canary audit alone
     exceeds 90% of the memory (:func:`canary_bytes`)."""
-    from ..errors import ConfigError
-    have = machine_memory_bytes() if have is None else have
-    need = canary_bytes(cfg.audit_canaries, parameters, rate)
-    if need["total"] > REFUSE_ABOVE * have:
-        gb = lambda b: f"{b / 2 ** 30:.3g} GB"
-        raise ConfigError(
-            f"audit_canaries={cfg.audit_canaries}: the audit needs at least {gb(need['total'])} "
-            f"on {cfg.model!r} ({parameters:,} parameters: the canaries' signs "
-            f"{gb(need['signs'])}, a round's updates {gb(need['round'])}); this machine has "
-            f"{gb(have)}")
+    _refuse_beyond(canary_bytes(cfg.audit_canaries, parameters, rate), have, lambda need: (
+        f"audit_canaries={cfg.audit_canaries}: the audit needs at least {_gb(need['total'])} "
+        f"on {cfg.model!r} ({parameters:,} parameters: the canaries' signs "
+        f"{_gb(need['signs'])}, a round's updates {_gb(need['round'])})"))
 
 
 def reset_peak_rss() -> bool:
