@@ -1,0 +1,166 @@
+"""Our mechanisms as stock ``tff.learning`` composes them (issue 57): a differentially
+private aggregator that ``tff.learning.algorithms.build_unweighted_fed_avg`` (and, with
+``weighted=True``, ``build_weighted_fed_avg``) accept as ``model_aggregator``::
+
+    aggregator = tff_idp.learning.dp_aggregator(noise_multiplier=1.0, clients_per_round=10,
+                                                clip=0.5)
+    process = tff.learning.algorithms.build_unweighted_fed_avg(
+        model_fn, client_optimizer_fn, server_optimizer_fn, model_aggregator=aggregator)
+
+It is :class:`~tff_idp.aggregators.GroupGaussianFactory` with one group (GDPFed Alg. 1
+lines 12-19 with M = 1: DP-FedAvg's client-level Gaussian mechanism), wrapped for the bare
+model delta: no second implementation of the clip, the noise or top-k. The neighbouring
+relation is add/remove one client; the aggregate is the noised sum over the expected cohort
+``clients_per_round`` (so the noise std on the model change is noise_multiplier x clip /
+clients_per_round per coordinate, also in a round whose realised cohort differs).
+
+Who draws the noise (``noise_draw``):
+
+- ``"client"`` (the default; Alg. 1 line 13): each client adds its share N(0, (z C)^2 / k)
+  before its update leaves it, k the round's realised cohort, so that the sum carries
+  N(0, (z C)^2). Its seed is 64 bits drawn from the operating system's entropy inside the
+  client computation (a random op with both seeds 0, whatever global seed the caller set):
+  no two clients and no two rounds share noise, and nothing the caller passes can make them.
+  Against the server the guarantee needs secure aggregation of the sums (TFF's
+  ``federated_sum`` here simulates it; a deployment substitutes its secure sum).
+- ``"server"``: the server draws N(0, (z C)^2) once per round from the seed (``noise_seed``,
+  round): reproducible, but the server can remove it, so the guarantee holds only against
+  those who see the released models (a trusted server).
+
+Nothing else leaves the clients: no loss, norm or clipping statistic (the measurements are
+the cohort, the noise std, the kept fraction and the clip). The epsilon of a run:
+``dp_event(...)`` gives its dp-accounting event for any accountant.
+"""
+from __future__ import annotations
+
+import collections
+import math
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from .aggregators import GroupGaussianFactory
+from .aggregators.group_gaussian import AdaptiveClipping
+from .runtime import import_tff
+
+tff = import_tff()
+
+NOISE_DRAWS = {"client": "client", "server": "group"}      # ours -> the factory's name
+
+
+def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float = 1.0,
+                  keep_fraction: float = 1.0,
+                  adaptive_clipping: Optional[AdaptiveClipping] = None,
+                  noise_draw: str = "client", weighted: bool = False, noise_seed: int = 0):
+    """A client-level Gaussian DP aggregator for stock ``tff.learning`` algorithms (module
+    docstring). ``noise_multiplier`` z (noise std / clip); ``clients_per_round`` the expected
+    cohort (the mean's denominator, as TFF's ``dp_aggregator``); ``clip`` C (the initial
+    clip with ``adaptive_clipping``, whose ``value_noise_multiplier`` then replaces z);
+    ``keep_fraction`` GDPFed+'s Top_k of the noised mean (Alg. 3; 1: none). ``weighted``:
+    a ``WeightedAggregationFactory`` for ``build_weighted_fed_avg`` that ignores the
+    clients' weights (their example counts are data: DP averages clients uniformly).
+    Wrong types or values are one-line errors naming the argument."""
+    for name, value in (("noise_multiplier", noise_multiplier),
+                        ("clients_per_round", clients_per_round), ("clip", clip),
+                        ("keep_fraction", keep_fraction)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            raise TypeError(f"{name}={value!r}: must be a finite number")
+    if noise_multiplier < 0:
+        raise ValueError(f"noise_multiplier={noise_multiplier!r}: must be >= 0")
+    if clients_per_round <= 0 or clip <= 0:
+        raise ValueError(f"clients_per_round={clients_per_round!r}, clip={clip!r}: must be > 0")
+    if not 0 < keep_fraction <= 1:
+        raise ValueError(f"keep_fraction={keep_fraction!r}: must be in (0, 1]")
+    if noise_draw not in NOISE_DRAWS:
+        raise ValueError(f"noise_draw={noise_draw!r}: must be 'client' or 'server'")
+    if adaptive_clipping is not None and not isinstance(adaptive_clipping, AdaptiveClipping):
+        raise TypeError(f"adaptive_clipping={adaptive_clipping!r}: must be an "
+                        "tff_idp.aggregators.group_gaussian.AdaptiveClipping or None")
+    if not isinstance(weighted, bool):
+        raise TypeError(f"weighted={weighted!r}: must be True or False")
+    z = adaptive_clipping.value_noise_multiplier if adaptive_clipping else noise_multiplier
+    inner = GroupGaussianFactory([float(clip)], [float(z * clip)], [float(clients_per_round)],
+                                 weights=[1.0], keep_fractions=[float(keep_fraction)],
+                                 adaptive=adaptive_clipping,
+                                 noise_draw=NOISE_DRAWS[noise_draw], noise_seed=noise_seed)
+    return (WeightedDPAggregator if weighted else DPAggregator)(inner)
+
+
+def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
+    """The dp-accounting event of ``rounds`` rounds of :func:`dp_aggregator` with Poisson
+    sampling of clients at ``sampling_rate`` (add/remove one client, sensitivity C): feed it
+    to any accountant (``tff_idp.privacy.accounting``). Against the server (client-drawn
+    noise, no amplification) each round a client took part in is a GaussianDpEvent."""
+    import dp_accounting
+    return dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
+        sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), rounds)
+
+
+class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
+    """The bare model delta through a one-group :class:`GroupGaussianFactory`: each client
+    tags its update with the group and a fresh seed (module docstring), and the result is
+    put back in the delta's own container type (what ``tff.learning`` checks)."""
+
+    def __init__(self, inner: GroupGaussianFactory):
+        self.inner = inner
+
+    def create(self, value_type) -> tff.templates.AggregationProcess:
+        tagged_type = tff.StructType([("update", value_type),
+                                      ("group", tff.TensorType(np.float32, [1])),
+                                      ("seed", tff.TensorType(np.int32, [2]))])
+        inner = self.inner.create(tagged_type)
+
+        @tff.tensorflow.computation(value_type)
+        def tag(update):
+            # both seeds 0: the kernel seeds itself from the OS, whatever global seed is set
+            seed = tf.raw_ops.RandomUniformInt(shape=tf.constant([2]), minval=np.int32(-2**31),
+                                               maxval=np.int32(2**31 - 1), seed=0, seed2=0)
+            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=seed)
+
+        container = getattr(value_type, "python_container", None)
+
+        @tff.tensorflow.computation(inner.next.type_signature.result.result.member)
+        def as_value_type(result):
+            flat = tf.nest.flatten(result)
+            if isinstance(value_type, tff.StructType):
+                names = [n for n, _ in tff.structure.iter_elements(value_type)]
+                if container is list or container is tuple or not any(names):
+                    return (container or list)(flat)
+                return collections.OrderedDict(zip(names, flat))
+            return flat[0]
+
+        @tff.federated_computation(inner.initialize.type_signature.result,
+                                   tff.FederatedType(value_type, tff.CLIENTS))
+        def next_fn(state, value):
+            out = inner.next(state, tff.federated_map(tag, value))
+            return tff.templates.MeasuredProcessOutput(
+                state=out.state, result=tff.federated_map(as_value_type, out.result),
+                measurements=out.measurements)
+
+        return tff.templates.AggregationProcess(inner.initialize, next_fn)
+
+
+class WeightedDPAggregator(tff.aggregators.WeightedAggregationFactory):
+    """:class:`DPAggregator` for ``build_weighted_fed_avg``: the clients' weights are
+    dropped at the clients (uniform averaging, as DP requires: a weight is the client's
+    example count, data that no noise covers)."""
+
+    def __init__(self, inner: GroupGaussianFactory):
+        self.unweighted = DPAggregator(inner)
+
+    def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+        process = self.unweighted.create(value_type)
+
+        @tff.federated_computation(process.initialize.type_signature.result,
+                                   tff.FederatedType(value_type, tff.CLIENTS),
+                                   tff.FederatedType(weight_type, tff.CLIENTS))
+        def next_fn(state, value, weight):
+            del weight                             # never leaves the clients
+            return process.next(state, value)
+
+        return tff.templates.AggregationProcess(process.initialize, next_fn)
+
+
+__all__ = ["dp_aggregator", "dp_event", "DPAggregator", "WeightedDPAggregator"]
