@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from .audit.bounds import MAX_CANARIES
 from .errors import ConfigError  # noqa: F401 (raised here; importers take it from here)
 from .methods import METHODS
 from .models.split import check_spec
@@ -266,7 +267,6 @@ def _one_of(names) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-MAX_CANARIES = 100_000
 
 
 def _check_audit(cfg: ExperimentConfig) -> None:

@@ -33,7 +33,7 @@ from .config import ConfigError
 from .harness import bounds as bounds_mod
 from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets, require_scale,
                             only_methods, with_overrides)
-from .harness.runner import unit_complete
+from .harness.table import unit_complete
 
 
 def _mean_std(values: List[float]):

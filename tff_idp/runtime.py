@@ -235,7 +235,7 @@ def select_device(choice: str):
     """The TensorFlow device of ``device = choice``: 'gpu' needs a GPU TensorFlow can see
     (a one-line ConfigError otherwise); 'auto' leaves placement to TensorFlow (a GPU when
     present, None here); 'cpu' pins the CPU. Shared by ``run`` and the table runner."""
-    from .config import ConfigError
+    from .errors import ConfigError
     if choice == "auto":
         return None
     import tensorflow as tf

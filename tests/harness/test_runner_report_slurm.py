@@ -550,8 +550,9 @@ def test_axis_panels_split_a_data_sets_columns_into_titled_panels(tmp_path, monk
     assert seen["legend"] == ["P-FedAvg, 1x", "DP-FedAvg, 1x", "P-FedAvg, 2x", "DP-FedAvg, 2x"]
     # a panel none of whose runs is complete says so rather than showing empty 0-1 axes
     seen.clear()
-    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, out, **kw: seen.update(texts={
-        a.get_title(): [t.get_text() for t in a.texts] for a in fig.axes if a.get_visible()}))
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, out, **kw: (seen.update(texts={
+        a.get_title(): [t.get_text() for t in a.texts] for a in fig.axes if a.get_visible()}),
+        real_savefig(fig, out, **kw)))
     spec.axis.panels["(c) two"] = ["2x"]
     report.plot_convergence(spec, {k: v for k, v in cells.items() if k[1] == "1x"},
                             tmp_path / "d.png", "smoke")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import List, Optional
 
 ARCHIVE = "archive"
+REUSED = "REUSED.json"            # in a copied run: where it was copied from (harness.reuse)
 
 
 def archive_root(spec) -> Optional[Path]:
@@ -36,7 +37,6 @@ def archive_root(spec) -> Optional[Path]:
 def _run_files(folder: Path) -> List[str]:
     """The run's own files: not ``REUSED.json``, which says where a copy came from on one
     machine."""
-    from .reuse import REUSED
     return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != REUSED)
 
 
@@ -50,7 +50,7 @@ def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> L
     """Copy every complete unit's folder into the archive (replacing an archived folder whose
     files differ, e.g. a stale run of an earlier config); returns the folders written. A
     complete folder holds no checkpoint; every file but ``REUSED.json`` is copied."""
-    from .runner import unit_complete
+    from .table import unit_complete
     root = archive_root(spec)
     if root is None:
         return []

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Dict, List
 
 from ..atomic import FolderLock, FolderLocked, regular_file
+from .archive import REUSED, archive_root
 from .table import Unit
 
-REUSED = "REUSED.json"
 
 
 def equal_runs(units: List[Unit], roots: List[Path]) -> Dict[str, Path]:
@@ -85,7 +85,6 @@ def results_root(spec, scale: str, output_dir=None) -> Path:
 
 def search_roots(spec, scale: str, output_dir=None) -> List[Path]:
     """Where equal runs are looked for: the results root, then the archive (if any)."""
-    from .archive import archive_root
     roots = [results_root(spec, scale, output_dir)]
     archive = archive_root(spec)
     if archive is not None and archive.resolve() != roots[0].resolve():

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import FolderLocked, is_out_of_space, out_of_space_line, regular_file
 from ..results import is_complete
-from .table import TableSpec, Unit, expand
+from .table import TableSpec, Unit, expand, unit_complete
 
 FAILED = "FAILED.txt"
 
@@ -57,16 +57,6 @@ def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[s
         if is_out_of_space(e):
             return f"{unit.label}: {out_of_space_line(e, unit.folder.parent)}"
         return f"{unit.label}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-
-
-def unit_complete(unit: Unit) -> bool:
-    """Its folder is complete, every file parses, metrics.csv has every round, and it was
-    made with this unit's config (a folder left by an earlier, different definition of the
-    cell, e.g. another scale setting, is stale; ``engine.persist.complete_run``)."""
-    if not is_complete(unit.folder):
-        return False
-    from ..engine.persist import complete_run
-    return complete_run(unit.folder, unit.cfg, unit.method) is not None
 
 
 def pending(units: List[Unit]) -> List[Unit]:

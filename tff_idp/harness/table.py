@@ -553,6 +553,17 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
     return units
 
 
+def unit_complete(unit: Unit) -> bool:
+    """Its folder is complete, every file parses, metrics.csv has every round, and it was
+    made with this unit's config (a folder left by an earlier, different definition of the
+    cell, e.g. another scale setting, is stale; ``engine.persist.complete_run``)."""
+    from ..engine.persist import complete_run
+    from ..results import is_complete
+    if not is_complete(unit.folder):
+        return False
+    return complete_run(unit.folder, unit.cfg, unit.method) is not None
+
+
 def _slug(text: str) -> str:
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_")
     return text or "_"

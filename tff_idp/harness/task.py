@@ -41,7 +41,8 @@ def main(argv=None) -> int:
     from ..runtime import exit_cleanly_on_sigterm, quiet_tf_logs
     quiet_tf_logs()
     exit_cleanly_on_sigterm()        # a SIGTERM during start-up: exit 143 too, to be requeued
-    from .runner import run_unit_recording_failure, unit_complete
+    from .runner import run_unit_recording_failure
+    from .table import unit_complete
     from .table import expand, load_table, with_overrides
     try:
         if args.require_gpu:
