@@ -35,11 +35,10 @@ from ..algorithms.client_work import ClientProgram
 from ..config import PLACEMENT_KEYS, ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
-from ..privacy.threat_model import diagnostic_columns, diagnostics_release
 from ..errors import RoundInterrupted
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
-from .backends import BACKENDS
+from .backends import BACKENDS, client_diagnostics
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
 from .experiment import Experiment, model_builder, plan_summary
@@ -120,8 +119,7 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
                               f"{method!r} cannot keep its noise off the personal part")
         factory.shared_masks = list(program.split.masks)
     if hasattr(factory, "client_diagnostics"):   # clients' un-noised statistics: see
-        factory.client_diagnostics = bool(         # privacy.threat_model.CLIENT_DIAGNOSTICS
-            diagnostic_columns(diagnostics_release(plan.private, cfg.simulation_diagnostics)))
+        factory.client_diagnostics = bool(client_diagnostics(cfg, plan))   # threat_model
     x = exp.data.x_train
     # a phase of epochs keeps a short last batch
     batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
