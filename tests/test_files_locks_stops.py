@@ -77,12 +77,12 @@ def test_a_folder_in_place_of_the_lock_is_one_line(tmp_path):
 def test_a_read_only_run_folder_is_refused_before_any_work(tmp_path, monkeypatch, capfd):
     """As root, permissions do not bind; the check is os.access, so it is what is tested."""
     monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "out" / "digits-default" / "p_fedavg-seed0"
+    folder = tmp_path / "out" / "ro" / "p_fedavg-seed0"
     folder.mkdir(parents=True)
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p).resolve() == folder
                         else real(p, mode))
-    assert run.main(SMALL + ["--output-dir", "out"]) == 2
+    assert run.main(SMALL + ["--set", 'name="ro"', "--output-dir", "out"]) == 2
     _one_line(capfd, "p_fedavg-seed0 is not writable")
 
 

@@ -71,8 +71,8 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
     cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus", "idp_fedavg"]\n'
                    'rounds = 2\n'
                    'num_clients = 60\nexpected_rate = 0.2\nbudgets = [1.0, 2.0, 4.0]\n'
-                   'output_dir = "out"\n')
-    proc = _run([str(cfg), "--quiet", "--set", "local_steps=2"], tmp_path)
+                   'output_dir = "out"\nlocal_steps = 2\n')
+    proc = _run([str(cfg), "--quiet"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gdpfed_plus" in proc.stdout and "test_acc_%" in proc.stdout
     for method in ("dp_fedavg", "gdpfed_plus", "idp_fedavg"):
@@ -83,7 +83,8 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
         assert len(rows) == 2 and 0 <= float(rows[-1]["test_accuracy"]) <= 1
         ledger = list(csv.DictReader((folder / "ledger.csv").open()))
         assert len(ledger) == 60
-        assert all(float(r["epsilon"]) <= float(r["budget"]) * (1 + 1e-6) for r in ledger)
+        assert all(float(r["epsilon_model_viewers"]) <= float(r["budget_epsilon"]) *
+                   (1 + 1e-6) for r in ledger)
         config = json.loads((folder / "config.json").read_text())
         assert config["local_steps"] == 2 and config["method"] == method
     assert not list((tmp_path / "out" / "tiny").glob("*.partial"))
