@@ -168,15 +168,12 @@ class PrivacyLedger:
         it took part in, its epsilon against those who see the released models (amplified
         by the secret sampling, so a client never sampled still has the epsilon of being
         possibly sampled: the sampled Gaussian's, like every client of its group) and
-        against the server (its own participations only: 0 when it never took part), with
-        the accountants and the delta they hold at."""
+        against the server (its own participations only: 0 when it never took part); the
+        accountants and the delta are the run's (summary.json's privacy block)."""
         eps, server = self.client_epsilons(), self.server_epsilons()
         for i in range(len(self.budgets)):
             yield {"client": i, "privacy_group": int(self.groups[i]),
                    "budget_epsilon": float(self.budgets[i]),
                    "participations": int(self.participation[i]),
                    "epsilon_model_viewers": float(eps[i]),
-                   "epsilon_server": float(server[i]),
-                   "accountant": self.accountant,
-                   "server_accountant": self.server_accountant or self.accountant,
-                   "delta": self.delta}
+                   "epsilon_server": float(server[i])}
