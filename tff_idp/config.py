@@ -204,7 +204,8 @@ def _coerce(key, value):
         return {str(k): float(v) for k, v in value.items()}
     if "List" in str(typ):
         numbers = "float" in str(typ)
-        example = (f"{key}=[1.0, 2.0, 4.0]" if numbers else f'{key}=["gdpfed_plus", "dp_fedavg"]')
+        example = f"{key}=[1.0, 2.0, 4.0]" if numbers else \
+            f'{key}=["gdpfed_plus", "dp_fedavg"]'
         syntax = (f"; in TOML, e.g. --set '{example}' (quote the whole argument for the "
                   "shell)")
         if not isinstance(value, list):
@@ -246,8 +247,7 @@ def _check_finite(cfg: ExperimentConfig) -> None:
 # a run's or a table's name becomes a folder: no path separator, no control character, no
 # leading dot or dash ('..', '.hidden', '-rf'), one line, a length every file system takes
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=,@ -]{0,127}")
-
-
+# noise multipliers whose square and inverse square are usable floats (1e-300 squared is 0)
 NOISE_MULTIPLIER_RANGE = (1e-6, 1e6)
 
 
@@ -265,8 +265,6 @@ def _one_of(names) -> str:
     """"'a', 'b' or 'c'": the allowed values of a key, for its error line."""
     quoted = [repr(n) for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
 
 
 def _check_audit(cfg: ExperimentConfig) -> None:

@@ -187,9 +187,9 @@ class MSPAFL(Method):
             "table_epsilon": f"{eps_global:.3g} (Thm 4, delta {delta_global:.2g})"
                              + ("; not covering the private half" if persistent else ""),
             # the run table's two columns: the covering bound holds against both observers
-            "viewers_epsilon_text": f"{covering.max():.3g} covering ({covering_accountant}); Thm 4: "
-                                    f"{eps_global:.3g}" + (" (not the private half)"
-                                                           if persistent else ""),
+            "viewers_epsilon_text": f"{covering.max():.3g} covering ({covering_accountant}); "
+                                    f"Thm 4: {eps_global:.3g}" +
+                                    (" (not the private half)" if persistent else ""),
             "server_epsilon_text": f"{covering.max():.3g} covering ({covering_accountant}, no "
                                    f"amplification, delta {delta_l:.2g})",
             "guarantee": {

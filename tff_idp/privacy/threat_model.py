@@ -13,9 +13,10 @@ reader never has to infer the trust model from the config:
   against it. With ``noise_draw="client"`` (GDPFed Alg. 1 line 13) each client adds its share
   of its group's noise before anything leaves it and, under secure aggregation, the server
   sees the noised group sums and the other quantities of :data:`RELEASED` (no client's
-  un-noised loss, norm or clipping: :data:`CLIENT_DIAGNOSTICS`): each round a client took part in is a Gaussian release of its
-  clipped update (zero-out neighbour, sensitivity C, its group's sigma), composed over those
-  rounds: the ledger's ``server_epsilon`` per group (the largest of its clients'). With
+  un-noised loss, norm or clipping: :data:`CLIENT_DIAGNOSTICS`): each round a client took
+  part in is a Gaussian release of its clipped update (zero-out neighbour, sensitivity C,
+  its group's sigma), composed over those rounds: the ledger's ``server_epsilon`` per group
+  (the largest of its clients'). With
   ``noise_draw="group"`` the server draws the noise and can subtract it: no guarantee against
   it (``trusted_server: true``).
 - A plan with an ``accounting_gap`` (PFA with ``pfa_accounting="paper"``: the public clients'
