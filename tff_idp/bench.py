@@ -95,16 +95,25 @@ def _bad_argument(args):
     return _memory_refusal(args)
 
 
+def _input_shape(model: str):
+    """The shape of one synthetic input the bench makes for ``model``: LEAF's 80 symbols,
+    FMNIST's 28x28x1 or CIFAR's 32x32x3."""
+    if model in TEXT_MODELS:
+        return (80,)
+    return (28, 28, 1) if model in ("cnn2", "cnn2_same") else (32, 32, 3)
+
+
 def _memory_refusal(args):
     """One line when the bench's synthetic round cannot fit: its inputs for clients x steps
-    x batch examples, held twice (the arrays and stock TFF's datasets)."""
+    x batch examples (4 bytes a value, inputs and targets), held twice (the arrays and stock
+    TFF's datasets)."""
     from .engine.memory import REFUSE_ABOVE, machine_memory_bytes
     model = args.model or ("resnet20" if args.method else "cnn2")
     clients, steps, batch, _ = SETTINGS.get(model, FMNIST_SETTING)
     k = args.clients or clients
     examples = k * (args.steps or steps) * (args.batch or batch)
-    per_example = 80 * 4 * 2 if model in TEXT_MODELS else (
-        28 * 28 * 4 if model in ("cnn2", "cnn2_same") else 32 * 32 * 3 * 4) + 4
+    shape = _input_shape(model)
+    per_example = 4 * (int(np.prod(shape)) + (shape[0] if model in TEXT_MODELS else 1))
     need, have = 2 * examples * per_example, machine_memory_bytes()
     if need > REFUSE_ABOVE * have:
         return (f"--clients={k}, --steps={args.steps or steps}, --batch={args.batch or batch}: "
@@ -204,13 +213,13 @@ def _bench(args, only, tff):
     k, steps, b = args.clients, args.steps, args.batch
     rng = np.random.default_rng(0)
     targets = ()
+    shape = _input_shape(args.model)
     if args.model in TEXT_MODELS:          # LEAF's 80 symbols, sequences of 80
-        shape, dtype, classes = (80,), tf.int32, 80
+        dtype, classes = tf.int32, 80
         xs = rng.integers(0, classes, (k, steps * b) + shape).astype(np.int32)
         targets = shape if args.sequence_targets else ()
         model_fn = lambda: models.build(args.model, sequence_targets=args.sequence_targets)
     else:
-        shape = (28, 28, 1) if args.model in ("cnn2", "cnn2_same") else (32, 32, 3)
         dtype, classes = tf.float32, 10
         xs = rng.random((k, steps * b) + shape, dtype=np.float32)
         model_fn = lambda: models.build(args.model, input_shape=shape)

@@ -31,12 +31,12 @@ import numpy as np
 from .atomic import atomic_savefig, regular_file
 from .config import ConfigError
 from .harness import bounds as bounds_mod
-from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets, require_scale,
-                            only_methods, with_overrides)
-from .harness.table import unit_complete
+from .harness.table import (TableSpec, Unit, expand, load_table, only_datasets, only_methods,
+                            require_scale, unit_complete, with_overrides)
 
 
-def _mean_std(values: List[float]):
+def mean_std(values: List[float]):
+    """(mean, sample std over seeds) of ``values``; (None, None) for none, std 0 for one."""
     if not values:
         return None, None
     v = np.asarray(values, float)
@@ -229,7 +229,7 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict], compare: bool = True)
     since ours there check the wiring only."""
     rows_csv = []
     for (ds, col, method), c in cells.items():
-        mean, std = _mean_std(c["acc"])
+        mean, std = mean_std(c["acc"])
         paper = spec.reference_value(ds, method, col) if compare else None
         paper = paper if isinstance(paper, (int, float)) else None
         rows_csv.append({"dataset": ds, "column": col or "", "method": method,
@@ -246,7 +246,7 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict], compare: bool = True)
         if method not in spec.methods_of(ds, col):     # a column that does not run it
             return "-"
         c = cells.get((ds, col, method))
-        mean, std = _mean_std(c["acc"]) if c else (None, None)
+        mean, std = mean_std(c["acc"]) if c else (None, None)
         paper = spec.reference_value(ds, method, col) if compare else None
         text = _fmt_cell(mean, std, paper if isinstance(paper, (int, float)) else None,
                          len(c["acc"]) if c else 0)
@@ -414,23 +414,12 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                 continue
             synthetic |= any("synthetic" in n for n in c["notes"])
             metrics.add(c["metric"])
-            curves = np.asarray(c["curves"], float)
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)   # rounds not evaluated
-                mean = np.nanmean(curves, axis=0)    # std over seeds as the tables give it
-                sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * mean
-            x = np.arange(1, len(mean) + 1)
-            last_round = max(last_round, len(mean))
             label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
             label += " †" if c["not_covered"] else ""
-            keep = np.isfinite(mean)               # rounds not evaluated (eval_every)
-            line, = ax.plot(x[keep], mean[keep], label=label,
-                            marker="o" if keep.sum() < 12 else None)
-            seeds.add(len(curves))
-            if len(curves) > 1:
-                ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
-                                color=line.get_color())
-                banded = True
+            line, x = _seed_band(ax, c["curves"], label, markers=True)
+            last_round = max(last_round, len(x))
+            seeds.add(len(c["curves"]))
+            banded |= len(c["curves"]) > 1
             paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
             if isinstance(paper, (int, float)):
                 _paper_star(ax, x[-1], paper, line.get_color())
@@ -462,9 +451,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
     if banded:
-        from matplotlib.patches import Patch
-        handles.append(Patch(color="grey", alpha=0.2))
-        labels.append("shaded: mean ± 1 std over seeds")
+        _band_legend(handles, labels)
     over = ("one seed" if seeds == {1} else f"mean over {max(seeds)} seeds" if len(seeds) == 1
             else f"mean over {min(seeds)}-{max(seeds)} seeds by cell")
     title = f"{spec.name}: convergence ({over}), scale {scale}"
@@ -498,6 +485,32 @@ def _accuracy_label(metrics) -> str:
     return "test accuracy (%)"
 
 
+def _seed_band(ax, curves, label: str, markers: bool = False):
+    """One method's curves over seeds on ``ax``: their mean (rounds not evaluated left out)
+    and, with several seeds, a shaded mean +- 1 sample std (the std the tables give).
+    Returns (the line, the rounds 1..T)."""
+    curves = np.asarray(curves, float)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # rounds not evaluated
+        mean = np.nanmean(curves, axis=0)
+        sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * mean
+    x = np.arange(1, len(mean) + 1)
+    keep = np.isfinite(mean)                                 # eval_every's gaps
+    line, = ax.plot(x[keep], mean[keep], label=label,
+                    marker="o" if markers and keep.sum() < 12 else None)
+    if len(curves) > 1:
+        ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,
+                        color=line.get_color())
+    return line, x
+
+
+def _band_legend(handles: list, labels: list) -> None:
+    """The legend entry that says what the shaded band is."""
+    from matplotlib.patches import Patch
+    handles.append(Patch(color="grey", alpha=0.2))
+    labels.append("shaded: mean ± 1 std over seeds")
+
+
 def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
                     reference: Optional[Dict[str, float]] = None) -> Path:
     """One experiment config's methods (``folders``: method -> its run folder, or a list of
@@ -513,19 +526,10 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
     for method, where in folders.items():
         runs = [read_run(f) for f in (where if isinstance(where, (list, tuple)) else [where])]
         s = runs[0][0]
-        curves = np.asarray([curve for _, curve in runs], float)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)      # rounds not evaluated
-            y = np.nanmean(curves, axis=0)
-            sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * y
-        x = np.arange(1, len(y) + 1)
-        keep = np.isfinite(y)
         covered = s.get("privacy", {}).get("guarantee", {}).get("valid") is not False
-        line, = ax.plot(x[keep], y[keep], label=paper_name(method) + ("" if covered else " †"))
-        if len(runs) > 1:
-            ax.fill_between(x[keep], (y - sd)[keep], (y + sd)[keep], alpha=0.2,
-                            color=line.get_color())
-            banded = True
+        line, x = _seed_band(ax, [curve for _, curve in runs],
+                             paper_name(method) + ("" if covered else " †"))
+        banded |= len(runs) > 1
         paper = (reference or {}).get(method)
         if paper is not None:
             _paper_star(ax, x[-1], paper, line.get_color())
@@ -537,9 +541,7 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
     if banded:
-        from matplotlib.patches import Patch
-        handles.append(Patch(color="grey", alpha=0.2))
-        labels.append("shaded: mean ± 1 std over seeds")
+        _band_legend(handles, labels)
     if reference:
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper (final)")
@@ -910,8 +912,7 @@ def main(argv=None) -> int:
                 return _report(args)
         except StoppedInStartUp:
             print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}); the "
-                  "report was "
-                  "not written", file=sys.stderr)
+                  "report was not written", file=sys.stderr)
             return stop.exit_status
 
 

@@ -269,7 +269,7 @@ def _main(argv, stop) -> int:
             from . import config
             cfg = config.load(args.config, args.overrides + extra)
             cfg = changed_run_name(cfg, args.overrides + extra)
-            seeds = single_config_seeds(args.seeds, cfg)
+            seeds = single_config_seeds(args.seeds)
             from .runtime import one_thread_per_op_for_lanes
             one_thread_per_op_for_lanes([cfg])     # before TensorFlow's runtime starts
             _stop_point(stop)
@@ -297,7 +297,8 @@ def _main(argv, stop) -> int:
         if exp.save_partition is not None:
             exp.save_partition()
         with tf.device(device):            # a stop from here: the round loop's clean stop
-            return _train_all(exp, args)
+            _train_all(exp, args)
+            return 0
     except (ConfigError, UnsupportedByBackend, FolderLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -461,12 +462,10 @@ def _toml_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-MAX_SEEDS = 1000
-
-
-def single_config_seeds(text, cfg):
+def single_config_seeds(text):
     """The seeds of ``--seeds`` for an experiment config (comma-separated non-negative
-    integers, at most 1,000 of them), or None; one line naming the flag otherwise."""
+    integers, at most a table's ``MAX_SEEDS``), or None; one line naming the flag otherwise."""
+    from .harness.table import MAX_SEEDS
     if text is None:
         return None
     items = [x.strip() for x in str(text).split(",")]
@@ -483,12 +482,13 @@ def _train_seeds(exp, args, seeds, stop) -> int:
     """The config at each seed (its own folders, <method>-seed<k>), then each method's mean
     +- std over the seeds: printed, in summary-seeds<...>.csv, and convergence-seeds<...>.png
     with a +-1 std band."""
-    import statistics
-
     from .engine.experiment import prepare
+    from .report import mean_std, plot_run_curves
     from .results import format_table, reported_accuracy, write_csv
-    from .engine.persist import complete_run
     base = exp.cfg
+    out_root = Path(base.output_dir) / base.name
+    accs = {m: [] for m in base.methods}          # per method, one accuracy per seed
+    folders = {m: [] for m in base.methods}
     for k in seeds:
         if stop.signum is not None:
             return stop.exit_status
@@ -498,25 +498,18 @@ def _train_seeds(exp, args, seeds, stop) -> int:
             _check_run_folders(cfg, foreign=not args.force)
         if one.save_partition is not None:
             one.save_partition()
-        status = _train_all(one, args)
-        if status:
-            return status
-    out_root = Path(base.output_dir) / base.name
+        for s in _train_all(one, args):
+            accs[s["method"]].append(100 * reported_accuracy(s))
+            folders[s["method"]].append(out_root / run_folder_name(cfg, s["method"]))
     tag = f"seeds{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
         else "seeds" + "_".join(map(str, seeds))
-    rows, folders = [], {}
+    rows = []
     for method in base.methods:
-        runs = [out_root / run_folder_name(dataclasses.replace(base, seed=k), method)
-                for k in seeds]
-        accs = [100 * reported_accuracy(complete_run(f, dataclasses.replace(base, seed=k),
-                                                     method)) for f, k in zip(runs, seeds)]
-        folders[method] = runs
-        sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
-        rows.append({"method": method, "seeds": len(accs),
-                     "test_acc_% mean": f"{statistics.mean(accs):.2f}",
-                     "std": f"{sd:.2f}", "min": f"{min(accs):.2f}", "max": f"{max(accs):.2f}"})
+        mean, sd = mean_std(accs[method])
+        rows.append({"method": method, "seeds": len(accs[method]),
+                     "test_acc_% mean": f"{mean:.2f}", "std": f"{sd:.2f}",
+                     "min": f"{min(accs[method]):.2f}", "max": f"{max(accs[method]):.2f}"})
     write_csv(out_root / f"summary-{tag}.csv", rows)
-    from .report import plot_run_curves
     title = (f"{base.name}: mean over seeds {', '.join(map(str, seeds))} "
              f"({base.dataset}/{base.model}, budgets={base.budgets})")
     plot = plot_run_curves(folders, out_root / f"convergence-{tag}.png", title,
@@ -528,7 +521,9 @@ def _train_seeds(exp, args, seeds, stop) -> int:
     return 0
 
 
-def _train_all(exp, args) -> int:
+def _train_all(exp, args) -> list:
+    """Every method of ``exp`` trained (or found complete), its table and plot printed and
+    written; returns the methods' run summaries."""
     from .engine.persist import complete_run, train_to_folder
     from .results import format_table, write_csv
     cfg = exp.cfg
@@ -581,7 +576,7 @@ def _train_all(exp, args) -> int:
             print(f"{s['method']}: epsilon not covered: {why}")
     print(f"wall time {time.perf_counter() - started:.0f} s; results in {out_root}; "
           f"convergence plot {plot}")
-    return 0
+    return summaries
 
 
 if __name__ == "__main__":

