@@ -68,6 +68,45 @@ def test_the_noise_is_calibrated_and_fresh_every_round(noise_draw, weighted):
     assert "clipped_fraction" not in measured and "mean_update_norm" not in measured
 
 
+def test_a_secure_sum_inner_aggregation_keeps_the_noise_calibrated():
+    """``record_aggregation_factory=SecureSumFactory``: TFF's secure sum runs in its test
+    context only (the default C++ context refuses the intrinsic), as TFF's own DP factory's."""
+    z, clip = 2.0, 0.5
+    secure = tff.aggregators.SecureSumFactory(upper_bound_threshold=8.0,
+                                              lower_bound_threshold=-8.0)
+    agg = learning.dp_aggregator(z, CLIENTS, clip=clip, record_aggregation_factory=secure)
+    context = tff.backends.test.create_sync_test_cpp_execution_context()
+    with tff.framework.get_context_stack().install(context):
+        changes, metrics = _changes(agg)
+    for c in changes:
+        assert np.std(c) == pytest.approx(z * clip / CLIENTS, rel=0.05)
+    assert abs(np.corrcoef(changes[0], changes[1])[0, 1]) < 0.05
+    assert abs(np.corrcoef(changes[1], changes[2])[0, 1]) < 0.05
+    record = metrics["aggregator"]["record"]
+    assert int(record["secure_upper_clipped_count"]) == 0     # no noised value was clipped
+    assert float(metrics["aggregator"]["query"]["noise_stddev_per_group"][0]) == \
+        pytest.approx(z * clip)
+
+
+def test_the_state_yields_the_rounds_dp_event():
+    import dp_accounting
+    agg = learning.dp_aggregator(2.0, CLIENTS, clip=0.5)
+    process = agg.create(tff.types.tensorflow_to_type(tf.TensorSpec([3], tf.float32)))
+    state = process.initialize()
+    with pytest.raises(learning.ExtractingDpEventFromInitialStateError):
+        learning.dp_event_from_state(state)
+    state = process.next(state, [np.ones(3, np.float32)] * CLIENTS).state
+    assert learning.dp_event_from_state(state) == dp_accounting.GaussianDpEvent(2.0)
+    adaptive = learning.dp_aggregator(1.0, CLIENTS, adaptive_clipping=AdaptiveClipping(
+        value_noise_multiplier=1.2, count_stddev=0.8)).create(
+        tff.types.tensorflow_to_type(tf.TensorSpec([3], tf.float32)))
+    state = adaptive.next(adaptive.initialize(), [np.ones(3, np.float32)] * CLIENTS).state
+    event = learning.dp_event_from_state(state)
+    assert event == dp_accounting.ComposedDpEvent([
+        dp_accounting.GaussianDpEvent(pytest.approx(1.2)),
+        dp_accounting.GaussianDpEvent(pytest.approx(1.6))])
+
+
 def test_top_k_keeps_the_fraction_asked_for():
     changes, metrics = _changes(learning.dp_aggregator(1.0, CLIENTS, keep_fraction=0.5),
                                 rounds=1)

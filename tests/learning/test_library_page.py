@@ -12,3 +12,10 @@ BLOCKS = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
 def test_the_pages_code_runs(index, capfd):
     exec(compile(BLOCKS[index], f"docs/library.md block {index}", "exec"), {})
     assert capfd.readouterr().out.strip()
+
+
+def test_the_example_script_runs(capfd):
+    import runpy
+    runpy.run_path(str(PAGE.parents[1] / "examples" / "group_dp_fed_avg.py"),
+                   run_name="__main__")
+    assert "epsilon per group" in capfd.readouterr().out

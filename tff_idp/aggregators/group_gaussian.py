@@ -84,6 +84,11 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         so the guarantee holds only against those who see the released model, with a
         trusted server (run summaries record ``privacy.guarantee.trusted_server``).
       noise_seed: int32 base seed of the ``"group"`` draws.
+      record_aggregation_factory: how the clients' noised, grouped updates are summed
+        (an unweighted ``tff.aggregators`` factory, e.g. ``SecureSumFactory``, as TFF's
+        ``DifferentiallyPrivateFactory`` takes it); None: ``federated_sum``. With one, state
+        and measurements are ``OrderedDict(query=<ours>, record=<the inner process's>)``. It must not raise the sensitivity (a secure sum
+        whose bounds clip noised values changes the sum, and its measurements count them).
     """
 
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
@@ -98,8 +103,13 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  keep_fractions: Optional[Sequence[float]] = None,
                  adaptive: Optional[AdaptiveClipping] = None, noise_draw: str = "client",
-                 noise_seed: int = 0):
+                 noise_seed: int = 0, record_aggregation_factory=None):
         m = len(clips)
+        if record_aggregation_factory is not None and not isinstance(
+                record_aggregation_factory, tff.aggregators.UnweightedAggregationFactory):
+            raise TypeError(f"record_aggregation_factory={record_aggregation_factory!r}: must "
+                            "be a tff.aggregators.UnweightedAggregationFactory or None")
+        self.record_aggregation_factory = record_aggregation_factory
         if noise_draw not in NOISE_DRAWS:
             raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
         r = np.asarray(expected_cohorts, dtype=float)
@@ -150,10 +160,6 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
         state_type = initial_state.type_signature.result
 
-        @tff.federated_computation
-        def init_fn():
-            return tff.federated_eval(initial_state, tff.SERVER)
-
         @tff.tensorflow.computation(group_type)
         def group_of(group):
             return group
@@ -183,6 +189,17 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                     self.client_extra(groups, seeds, slots, noised))
 
         grouped_type, _, extra_type = client_step.type_signature.result
+        record = (None if self.record_aggregation_factory is None
+                  else self.record_aggregation_factory.create(grouped_type))
+
+        @tff.federated_computation
+        def init_fn():
+            params = tff.federated_eval(initial_state, tff.SERVER)
+            if record is None:
+                return params
+            return tff.federated_zip(collections.OrderedDict(query=params,
+                                                             record=record.initialize()))
+
         sends_stats = self.adaptive is not None or self.client_diagnostics
 
         @tff.tensorflow.computation
@@ -221,11 +238,18 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         @tff.federated_computation(init_fn.type_signature.result,
                                    tff.FederatedType(value_type, tff.CLIENTS))
         def next_fn(state, value):
+            full_state = state
+            if record is not None:
+                state = full_state.query
             counts = tff.federated_sum(tff.federated_map(group_of, value.group))
             grouped, stats, extra = tff.federated_map(
                 client_step, (value, tff.federated_broadcast(state),
                               tff.federated_broadcast(counts)))
-            group_sums = tff.federated_sum(grouped)
+            if record is None:
+                group_sums = tff.federated_sum(grouped)
+            else:
+                summed = record.next(full_state.record, grouped)
+                group_sums = summed.result
             if sends_stats:
                 stat_sums = tff.federated_sum(stats)
             else:                     # nothing besides the noised sums leaves the clients
@@ -236,6 +260,11 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             new_state = tff.federated_map(update_state, (state, stat_sums, counts))
             # like TFF's DP factory: the clip reported is the one for the next round
             measurements = tff.federated_map(measure, (kept, counts, new_state, stat_sums))
+            if record is not None:
+                new_state = tff.federated_zip(collections.OrderedDict(
+                    query=new_state, record=summed.state))
+                measurements = tff.federated_zip(collections.OrderedDict(
+                    query=measurements, record=summed.measurements))
             return tff.templates.MeasuredProcessOutput(state=new_state, result=result,
                                                        measurements=measurements)
 

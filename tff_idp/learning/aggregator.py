@@ -21,8 +21,9 @@ Who draws the noise (``noise_draw``):
   N(0, (z C)^2). Its seed is 64 bits drawn from the operating system's entropy inside the
   client computation (a random op with both seeds 0, whatever global seed the caller set):
   no two clients and no two rounds share noise, and nothing the caller passes can make them.
-  Against the server the guarantee needs secure aggregation of the sums (TFF's
-  ``federated_sum`` here simulates it; a deployment substitutes its secure sum).
+  Against the server the guarantee needs secure aggregation of the sums:
+  ``record_aggregation_factory=tff.aggregators.SecureSumFactory(...)`` sums the noised
+  records with TFF's secure sum (None: ``federated_sum``, which simulates one).
 - ``"server"``: the server draws N(0, (z C)^2) once per round from the seed (``noise_seed``,
   round): reproducible, but the server can remove it, so the guarantee holds only against
   those who see the released models (a trusted server).
@@ -40,9 +41,9 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from .aggregators import GroupGaussianFactory
-from .aggregators.group_gaussian import AdaptiveClipping
-from .runtime import import_tff
+from ..aggregators import GroupGaussianFactory
+from ..aggregators.group_gaussian import AdaptiveClipping
+from ..runtime import import_tff
 
 tff = import_tff()
 
@@ -52,7 +53,8 @@ NOISE_DRAWS = {"client": "client", "server": "group"}      # ours -> the factory
 def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float = 1.0,
                   keep_fraction: float = 1.0,
                   adaptive_clipping: Optional[AdaptiveClipping] = None,
-                  noise_draw: str = "client", weighted: bool = False, noise_seed: int = 0):
+                  noise_draw: str = "client", weighted: bool = False, noise_seed: int = 0,
+                  record_aggregation_factory=None):
     """A client-level Gaussian DP aggregator for stock ``tff.learning`` algorithms (module
     docstring). ``noise_multiplier`` z (noise std / clip); ``clients_per_round`` the expected
     cohort (the mean's denominator, as TFF's ``dp_aggregator``); ``clip`` C (the initial
@@ -60,7 +62,9 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     ``keep_fraction`` GDPFed+'s Top_k of the noised mean (Alg. 3; 1: none). ``weighted``:
     a ``WeightedAggregationFactory`` for ``build_weighted_fed_avg`` that ignores the
     clients' weights (their example counts are data: DP averages clients uniformly).
-    Wrong types or values are one-line errors naming the argument."""
+    ``record_aggregation_factory``: how the noised records are summed, e.g.
+    ``tff.aggregators.SecureSumFactory`` (as TFF's ``DifferentiallyPrivateFactory``; None:
+    ``federated_sum``). Wrong types or values are one-line errors naming the argument."""
     for name, value in (("noise_multiplier", noise_multiplier),
                         ("clients_per_round", clients_per_round), ("clip", clip),
                         ("keep_fraction", keep_fraction)):
@@ -84,8 +88,40 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     inner = GroupGaussianFactory([float(clip)], [float(z * clip)], [float(clients_per_round)],
                                  weights=[1.0], keep_fractions=[float(keep_fraction)],
                                  adaptive=adaptive_clipping,
-                                 noise_draw=NOISE_DRAWS[noise_draw], noise_seed=noise_seed)
+                                 noise_draw=NOISE_DRAWS[noise_draw], noise_seed=noise_seed,
+                                 record_aggregation_factory=record_aggregation_factory)
     return (WeightedDPAggregator if weighted else DPAggregator)(inner)
+
+
+class ExtractingDpEventFromInitialStateError(ValueError):
+    """The aggregator's initial state has released nothing yet (as TFF's error of the same
+    name)."""
+
+
+def dp_event_from_state(state, group: int = 0):
+    """The dp-accounting event of the round that produced ``state`` (a state returned by
+    ``next`` of a :func:`dp_aggregator` process, or of any group factory's: then for the
+    privacy group ``group``), as TFF's ``extract_dp_event_from_state``: not amplified by
+    sampling (compose it in a ``PoissonSampledDpEvent`` for those who do not know the
+    cohort). Add/remove one client: a ``GaussianDpEvent`` with the group's noise std over
+    its clip (GDPFed Alg. 1 lines 12-13); with adaptive clipping composed with the clipped-
+    count bit's ``GaussianDpEvent(2 count_stddev)`` (sensitivity 1/2; Andrew et al. Thm. 1).
+    A group that is not private (infinite clip, no noise) gives ``NonPrivateDpEvent``."""
+    import dp_accounting
+    params = state.get("query", state) if hasattr(state, "get") else state
+    if float(np.asarray(params["round"])) < 1:
+        raise ExtractingDpEventFromInitialStateError(
+            "state: the initial state has released nothing (pass one returned by next)")
+    clips, stds = np.asarray(params["clips"], float), np.asarray(params["noise_stddevs"], float)
+    if not 0 <= group < len(clips):
+        raise ValueError(f"group={group!r}: the aggregator has {len(clips)} group(s)")
+    if not np.asarray(params["private"])[group]:
+        return dp_accounting.NonPrivateDpEvent()
+    event = dp_accounting.GaussianDpEvent(float(stds[group] / clips[group]))
+    if "count_stddev" in params:
+        bit = dp_accounting.GaussianDpEvent(2.0 * float(np.asarray(params["count_stddev"])))
+        return dp_accounting.ComposedDpEvent([event, bit])
+    return event
 
 
 def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
@@ -98,38 +134,57 @@ def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
         sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), rounds)
 
 
+def os_seed():
+    """int32[2]: a fresh noise seed drawn from the operating system's entropy, inside the
+    TensorFlow computation that calls it (a random op with both seeds 0 seeds itself from the
+    OS, whatever global seed the caller set): no two clients and no two rounds share one."""
+    return tf.raw_ops.RandomUniformInt(shape=tf.constant([2]), minval=np.int32(-2**31),
+                                       maxval=np.int32(2**31 - 1), seed=0, seed2=0)
+
+
+def restore_container(value_type, result_type):
+    """A TFF computation from ``result_type`` (a factory's result, which TFF may hand back
+    as a tuple-typed struct) to ``value_type``'s own container (list, tuple, OrderedDict or
+    a bare tensor): what ``tff.learning``'s composers check."""
+    container = getattr(value_type, "python_container", None)
+
+    @tff.tensorflow.computation(result_type)
+    def as_value_type(result):
+        flat = tf.nest.flatten(result)
+        if isinstance(value_type, tff.StructType):
+            names = [n for n, _ in tff.structure.iter_elements(value_type)]
+            if container is list or container is tuple or not any(names):
+                return (container or list)(flat)
+            return collections.OrderedDict(zip(names, flat))
+        return flat[0]
+
+    return as_value_type
+
+
+def tagged_type(value_type, num_groups: int):
+    """The value a group factory aggregates: the update, its one-hot group, a noise seed."""
+    return tff.StructType([("update", value_type),
+                           ("group", tff.TensorType(np.float32, [num_groups])),
+                           ("seed", tff.TensorType(np.int32, [2]))])
+
+
 class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
     """The bare model delta through a one-group :class:`GroupGaussianFactory`: each client
-    tags its update with the group and a fresh seed (module docstring), and the result is
+    tags its update with the group and a fresh seed (:func:`os_seed`), and the result is
     put back in the delta's own container type (what ``tff.learning`` checks)."""
 
     def __init__(self, inner: GroupGaussianFactory):
         self.inner = inner
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
-        tagged_type = tff.StructType([("update", value_type),
-                                      ("group", tff.TensorType(np.float32, [1])),
-                                      ("seed", tff.TensorType(np.int32, [2]))])
-        inner = self.inner.create(tagged_type)
+        inner = self.inner.create(tagged_type(value_type, 1))
 
         @tff.tensorflow.computation(value_type)
         def tag(update):
-            # both seeds 0: the kernel seeds itself from the OS, whatever global seed is set
-            seed = tf.raw_ops.RandomUniformInt(shape=tf.constant([2]), minval=np.int32(-2**31),
-                                               maxval=np.int32(2**31 - 1), seed=0, seed2=0)
-            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=seed)
+            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=os_seed())
 
-        container = getattr(value_type, "python_container", None)
-
-        @tff.tensorflow.computation(inner.next.type_signature.result.result.member)
-        def as_value_type(result):
-            flat = tf.nest.flatten(result)
-            if isinstance(value_type, tff.StructType):
-                names = [n for n, _ in tff.structure.iter_elements(value_type)]
-                if container is list or container is tuple or not any(names):
-                    return (container or list)(flat)
-                return collections.OrderedDict(zip(names, flat))
-            return flat[0]
+        as_value_type = restore_container(value_type,
+                                          inner.next.type_signature.result.result.member)
 
         @tff.federated_computation(inner.initialize.type_signature.result,
                                    tff.FederatedType(value_type, tff.CLIENTS))
@@ -163,4 +218,6 @@ class WeightedDPAggregator(tff.aggregators.WeightedAggregationFactory):
         return tff.templates.AggregationProcess(process.initialize, next_fn)
 
 
-__all__ = ["dp_aggregator", "dp_event", "DPAggregator", "WeightedDPAggregator"]
+__all__ = ["dp_aggregator", "dp_event", "dp_event_from_state", "DPAggregator",
+           "WeightedDPAggregator", "ExtractingDpEventFromInitialStateError", "os_seed",
+           "restore_container", "tagged_type"]
