@@ -10,3 +10,14 @@ value the user set is kept.
 import os
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+
+# the Python API (tff_idp.api), imported on first use: ``python -m tff_idp.run`` pays nothing
+_API = ("Experiment", "RunResult", "read_run")
+
+
+def __getattr__(name):
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'tff_idp' has no attribute {name!r}")

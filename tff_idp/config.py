@@ -297,7 +297,10 @@ LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
 CLIP_RANGE = (1e-8, 1e8)
 
 
-def validate(cfg: ExperimentConfig) -> ExperimentConfig:
+def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
+    """``cfg`` checked key by key (one-line ConfigError). ``data``: the ArrayData of your own
+    that ``cfg`` will run on (``tff_idp.api``): ``dataset`` is then its name, not a
+    registered source, and ``partition = "natural"`` needs its clients."""
     from .data import FEDERATED, SOURCES
     from .models import MODELS
     _check_finite(cfg)
@@ -313,7 +316,11 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
                   f"{', '.join(sorted(METHODS))})")
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
-    if cfg.dataset not in SOURCES:
+    if data is not None:
+        if cfg.partition == "natural" and data.clients is None:
+            _fail("partition", cfg.partition, "your data has no clients of its own; pass "
+                  "clients= or choose another partition")
+    elif cfg.dataset not in SOURCES:
         _fail("dataset", cfg.dataset, f"unknown data set{did_you_mean(cfg.dataset, SOURCES)} "
               f"(python -m tff_idp.run --list shows every one)")
     if cfg.model not in MODELS:
@@ -322,7 +329,7 @@ def validate(cfg: ExperimentConfig) -> ExperimentConfig:
         _fail("num_clients", cfg.num_clients, "must be >= 1")
     if cfg.partition not in PARTITIONS:
         _fail("partition", cfg.partition, f"must be one of {', '.join(PARTITIONS)}")
-    if cfg.partition == "natural" and cfg.dataset not in FEDERATED:
+    if cfg.partition == "natural" and data is None and cfg.dataset not in FEDERATED:
         _fail("partition", cfg.partition, f"dataset={cfg.dataset!r} has no clients of its own; "
               f"'natural' needs one of {', '.join(FEDERATED)}")
     if cfg.partition == "shards" and cfg.partition_param is not None and (

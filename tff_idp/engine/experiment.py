@@ -72,9 +72,10 @@ def partition_clients(cfg: ExperimentConfig, data: ArrayData) -> List[np.ndarray
     return parts
 
 
-def pending_partition(cfg: ExperimentConfig, data: ArrayData):
+def pending_partition(cfg: ExperimentConfig, data: ArrayData, store: bool = True):
     """:func:`partition_clients` without the write: (ids, save), ``save`` storing a newly
-    built partition (None when it is stored already or the data set has its own clients)."""
+    built partition (None when it is stored already or the data set has its own clients).
+    ``store=False``: built, never read from or written to the data store (your own data)."""
     n, y = cfg.num_clients, data.y_train
     if cfg.partition == "natural":
         own = data.clients
@@ -107,6 +108,8 @@ def pending_partition(cfg: ExperimentConfig, data: ArrayData):
             return label_shards(y, n, int(cfg.partition_param or 1), cfg.seed)
         return pachinko(y, n, len(y) // n, cfg.seed, alpha=cfg.partition_param or 0.1)
 
+    if not store:
+        return build(), None
     key = dict(partition=cfg.partition, param=cfg.partition_param, clients=n, seed=cfg.seed,
                examples=len(y), v=PARTITION_VERSION)
     try:
@@ -151,14 +154,20 @@ def _load(name, seed, data_dir, allow_download, root) -> ArrayData:
     return load(name, seed, data_dir, allow_download, root)
 
 
-def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
+def prepare(cfg: ExperimentConfig, persist: bool = True,
+            data: Optional[ArrayData] = None) -> Experiment:
     """Load data, plan every method and check every plan against the budgets, partition.
     ``persist=False``: a newly built partition is stored only when the caller runs
-    ``exp.save_partition()`` (after its own checks: a refused config writes nothing)."""
-    try:
-        data = _load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
-    except DataUnavailableError as e:
-        raise ConfigError(str(e)) from e
+    ``exp.save_partition()`` (after its own checks: a refused config writes nothing).
+    ``data``: your own (``tff_idp.data.own``; ``cfg.dataset`` its name) instead of loading
+    ``cfg.dataset``; its partition is built every time, never stored."""
+    own = data is not None
+    if not own:
+        try:
+            data = _load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download,
+                         cfg.data_root)
+        except DataUnavailableError as e:
+            raise ConfigError(str(e)) from e
     data = subsample_test(normalized(data, cfg.input_normalization), cfg.test_examples, cfg.seed)
     if cfg.num_clients > len(data.y_train):
         raise ConfigError(f"num_clients={cfg.num_clients}: more than the {len(data.y_train)} "
@@ -169,7 +178,7 @@ def prepare(cfg: ExperimentConfig, persist: bool = True) -> Experiment:
     if cfg.audit_canaries:             # the canaries' signs and updates scale with the model
         check_canaries_fit(cfg, model_parameters(cfg, data),
                            max(p.rates[cfg.audit_group] for p in plans.values()))
-    indices, save = pending_partition(cfg, data)
+    indices, save = pending_partition(cfg, data, store=not own)
     validation = None
     if cfg.validation_fraction > 0:
         indices, validation = validation_split(indices, cfg.validation_fraction, cfg.seed)
