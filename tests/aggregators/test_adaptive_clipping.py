@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_idp.aggregators.group_gaussian import AdaptiveClipping, GroupGaussianFactory
+from tff_idp.aggregators.group_gaussian import GroupGaussianFactory
+from tff_idp.queries import AdaptiveClipping, GroupGaussianQuery
 from tff_idp.privacy import idp
 from tff_idp.runtime import import_tff
 
@@ -65,8 +66,8 @@ def test_noise_free_clip_trajectory_and_aggregate_match_tffs_factory():
 
 
 def test_adaptive_bit_noise_has_the_calibrated_std():
-    f = GroupGaussianFactory([1.0], [0.0], [10.0], [1.0],
-                             adaptive=AdaptiveClipping(0.0, 2.0, 0.5, 0.2))
+    f = GroupGaussianQuery([1.0], [0.0], [10.0], [1.0],
+                           adaptive=AdaptiveClipping(0.0, 2.0, 0.5, 0.2))
     state = f.initial_state_tensors()
     counts = tf.constant([10.0])
     n = 4000

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tff_idp import config
-from tff_idp.aggregators.local_gaussian import LocalGaussianFactory
+from tff_idp.queries import LocalGaussianQuery
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
 from tff_idp.methods import METHODS
@@ -53,14 +53,14 @@ def test_private_halves_never_leave_the_client(monkeypatch):
     on the private coordinates."""
     exp = _experiment("ms_pafl")
     uploads = []
-    real = LocalGaussianFactory.client_math
+    real = LocalGaussianQuery.client_math
 
     def spy(self, tensors, *a, **k):
         out = real(self, tensors, *a, **k)
         uploads.append(([t.numpy() for t in tensors], [t.numpy() for t in out[0]]))
         return out
 
-    monkeypatch.setattr(LocalGaussianFactory, "client_math", spy)
+    monkeypatch.setattr(LocalGaussianQuery, "client_math", spy)
     w0 = loop.initial_weights(exp, loop.build_model_fn(exp))
     tf.config.run_functions_eagerly(True)            # the spy sees the values
     try:
@@ -78,7 +78,7 @@ def test_private_halves_never_leave_the_client(monkeypatch):
 
 def test_each_upload_carries_the_full_sigma_on_public_coordinates():
     sigma = mspafl.local_noise_std(1.0, 1e-4, 1.0)
-    factory = LocalGaussianFactory(1.0, sigma, 20.0, 0.9)
+    factory = LocalGaussianQuery(1.0, sigma, 20.0, 0.9)
     mask = np.zeros((14, 2), np.float32)
     mask[7:] = 1.0
     factory.shared_masks = [mask]
@@ -93,7 +93,7 @@ def test_each_upload_carries_the_full_sigma_on_public_coordinates():
 
 
 def test_server_replaces_the_public_part_by_the_sum_over_nu_times_the_count():
-    factory = LocalGaussianFactory(1.0, 0.0, 2.0, 0.5)
+    factory = LocalGaussianQuery(1.0, 0.0, 2.0, 0.5)
     sums = [tf.constant([[[2.0, 4.0]]])]             # [M=1, 1, 2]
     update, _ = factory.server_math(sums, tf.zeros([]), factory.initial_state_tensors(),
                                     tf.constant([4.0]))

@@ -158,7 +158,7 @@ def test_the_upload_and_its_noise_land_on_the_mask_with_the_planned_variance(sou
     """(theta_tau - theta_0) * M_tau is sent; the aggregator's noise share N(0, s^2 / k) is
     on M_tau's coordinates only (M_tau from the final weights, or from the broadcast ones
     with "global"), the shared mask off the head."""
-    from tff_idp.aggregators import GroupGaussianFactory
+    from tff_idp.queries import GroupGaussianQuery
     exp = _experiment(["dp_pfeddsu"], (f'dsu_mask="{source}"', "dsu_sparsity=0.25"))
     model = loop.build_model_fn(exp, "dp_pfeddsu")()
     program = loop.client_program(exp, "dp_pfeddsu", model)
@@ -176,7 +176,7 @@ def test_the_upload_and_its_noise_land_on_the_mask_with_the_planned_variance(sou
     np.testing.assert_array_equal(out[kernel].numpy(),
                                   ((final[kernel] - start[kernel]) * expect).numpy())
     std, k = 0.3, 4
-    factory = GroupGaussianFactory([1e9], [std], [k])
+    factory = GroupGaussianQuery([1e9], [std], [k])
     factory.shared_masks = list(program.masks)
     zeros = [tf.zeros_like(t) for t in start]
     draws = []

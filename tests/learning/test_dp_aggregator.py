@@ -14,7 +14,7 @@ from tff_idp.runtime import import_tff
 
 tff = import_tff()
 from tff_idp import learning  # noqa: E402
-from tff_idp.aggregators.group_gaussian import AdaptiveClipping  # noqa: E402
+from tff_idp.queries import AdaptiveClipping  # noqa: E402
 
 D_IN, D_OUT, CLIENTS = 100, 100, 3            # 10,100 coordinates: std to 0.7%, corr to 0.01
 

@@ -1,26 +1,14 @@
-"""Group-wise client-level Gaussian aggregation (GDPFed, papers 000/003, Algorithm 1).
+"""Group-wise client-level Gaussian aggregation as a TFF aggregation factory (GDPFed, papers
+000/003, Algorithm 1): :class:`GroupGaussianFactory` places the arithmetic of
+:class:`~tff_idp.queries.group_gaussian.GroupGaussianQuery` (the mechanism: its module
+docstring) on TFF's clients and server.
 
 Each client value is ``(update, group, seed)``: the model update, a one-hot float32[M] row
-naming its privacy group, and an int32[2] noise seed. One round of the process:
-
-1. the cohort size per group k_m is summed (the server knows it: it sampled the cohort);
-2. every client clips its update to C_m (line 12) and adds N(0, s_m^2 / k_m) per coordinate
-   (line 13), so that group m's sum carries exactly N(0, s_m^2) noise with s_m = sigma_m C
-   (the paper writes C^2 sigma_m^2 / r_m with r_m = k_m for fixed-size cohorts; with Poisson
-   cohorts dividing by the realised k_m keeps the group's noise at the calibrated level);
-3. the updates are summed per group (an [M, ...] sum: what secure aggregation reveals);
-4. the server applies Top_k per group with k_m/d (line 17, Alg. 3), divides each group sum by
-   its expected cohort r_m (or by k_m when the group is not private) and combines the group
-   means with weights w_m (line 19; w_m = r_m^2 / sum r^2, see
-   ``tff_idp.privacy.gdpfed.group_weights``).
-
-Every round releases every private group's noise, also when the group's cohort is empty (a
-Poisson cohort may be): the server then draws N(0, s_m^2) on the group's zero sum, as TFF's
-DP aggregator noises a zero sum. Otherwise an empty round would be an exact, un-noised
-release whose probability depends on whether the target client was sampled, which the
-sampled Gaussian's accounting does not cover (n = 50, q = 0.04, T = 100: epsilon 1.000
-claimed, about 1.15 with the empty-round event). The same holds for adaptive clipping's
-noised bit count in a round with no client at all.
+naming its privacy group, and an int32[2] noise seed. The cohort size per group is summed
+(the server knows it: it sampled the cohort); each client runs the query's record step
+(clip, its noise share); the noised updates are summed per group (an [M, ...] sum: what
+secure aggregation reveals; ``record_aggregation_factory`` chooses the sum, e.g. TFF's
+``SecureSumFactory``); the server runs the query's step and its state update.
 
 Measurements (nested under this factory's name by the process): per-group cohort counts,
 per-group noise std on the group sum and kept fraction, and with adaptive clipping the clip
@@ -33,115 +21,46 @@ change them between rounds.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import math
-from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from .. import dpmath
-
-NOISE_DRAWS = ("client", "group")
-STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fractions",
-              "private")
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptiveClipping:
-    """Adaptive clipping of Andrew et al. (2021), Alg. 1, on the shared clip of every group:
-    each client also reports (1[norm <= C] - 1/2) with its share of N(0, count_stddev^2); the
-    server forms b = noised sum / expected cohort + 1/2 and sets C <- C exp(-lr (b - target)).
-    The update noise is value_noise_multiplier x the current C (Thm. 1 splits the total z
-    between the two, ``tff_idp.privacy.idp.value_noise_multiplier``). Same algorithm as TFF's
-    ``DifferentiallyPrivateFactory.gaussian_adaptive``, with our seeded noise."""
-    value_noise_multiplier: float
-    count_stddev: float
-    target_quantile: float = 0.5
-    learning_rate: float = 0.2
+from ..queries.group_gaussian import GroupGaussianQuery
 
 
 class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
-    """Per-group clip + client-side Gaussian noise + per-group sum + top-k + reweighting.
+    """The query (``QUERY``, built from the arguments: see
+    :class:`~tff_idp.queries.group_gaussian.GroupGaussianQuery`) as a TFF factory.
 
-    Args:
-      clips: C_m per group (``math.inf`` for no clipping).
-      noise_stddevs: s_m, std of the noise on group m's *sum* (sigma_m * C for GDPFed; the
-        shared sigma_bar * C for IDP SCALE); 0 for none.
-      expected_cohorts: r_m = q_m |G_m|, the denominator of each group mean.
-      weights: w_m combining group means (defaults to r_m^2 / sum r^2).
-      keep_fractions: k_m/d of Top_k per group (defaults to 1: no sparsification).
-      noise_draw: ``"client"`` (Alg. 1 line 13 as written: every client draws its share
-        N(0, s_m^2 / k_m) from its own seed) or ``"group"`` (the server draws N(0, s_m^2) once
-        per group sum from a per-round seed ``(noise_seed, round)``). The noised group sums
-        have the same distribution either way (a sum of k_m independent N(0, s_m^2/k_m) is
-        N(0, s_m^2)), so a simulation's numbers are the same; "group" draws d numbers per
-        group instead of d per client, which is most of a round's cost on a CPU. The threat
-        models differ: with "client" the noise is added before anything leaves a client, so
-        (with secure aggregation) the guarantee holds against an honest-but-curious server,
-        the papers' assumption; with "group" the server drew the noise and can subtract it,
-        so the guarantee holds only against those who see the released model, with a
-        trusted server (run summaries record ``privacy.guarantee.trusted_server``).
-      noise_seed: int32 base seed of the ``"group"`` draws.
+    Args beyond the query's:
       record_aggregation_factory: how the clients' noised, grouped updates are summed
         (an unweighted ``tff.aggregators`` factory, e.g. ``SecureSumFactory``, as TFF's
-        ``DifferentiallyPrivateFactory`` takes it); None: ``federated_sum``. With one, state
-        and measurements are ``OrderedDict(query=<ours>, record=<the inner process's>)``. It must not raise the sensitivity (a secure sum
-        whose bounds clip noised values changes the sum, and its measurements count them).
+        ``DifferentiallyPrivateFactory`` takes it); None: ``federated_sum``. With one,
+        state and measurements are ``OrderedDict(query=<ours>, record=<the inner
+        process's>)``. It must not raise the sensitivity (a secure sum whose bounds clip
+        noised values changes the sum; its measurements count them).
     """
 
+    QUERY = GroupGaussianQuery
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
     # sum the clients' un-noised pre-clip norms and clipped indicators (module docstring):
     # a simulation diagnostic that a deployment must not send; off unless asked for
     client_diagnostics = False
-    # an empty group's sum is released with its noise (module docstring); the round loop
-    # runs a round with no client at all through the aggregator for the same reason
-    noise_in_empty_rounds = True
 
-    def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
-                 expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
-                 keep_fractions: Optional[Sequence[float]] = None,
-                 adaptive: Optional[AdaptiveClipping] = None, noise_draw: str = "client",
-                 noise_seed: int = 0, record_aggregation_factory=None):
-        m = len(clips)
+    def __init__(self, *args, record_aggregation_factory=None, **kwargs):
         if record_aggregation_factory is not None and not isinstance(
                 record_aggregation_factory, tff.aggregators.UnweightedAggregationFactory):
             raise TypeError(f"record_aggregation_factory={record_aggregation_factory!r}: must "
                             "be a tff.aggregators.UnweightedAggregationFactory or None")
         self.record_aggregation_factory = record_aggregation_factory
-        if noise_draw not in NOISE_DRAWS:
-            raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
-        r = np.asarray(expected_cohorts, dtype=float)
-        if len(noise_stddevs) != m or len(r) != m:
-            raise ValueError("clips, noise_stddevs and expected_cohorts need one entry per group")
-        if np.any(r <= 0):
-            raise ValueError(f"expected_cohorts={list(expected_cohorts)} must be positive")
-        if any(c <= 0 for c in clips) or any(s < 0 for s in noise_stddevs):
-            raise ValueError("clips must be positive and noise_stddevs non-negative")
-        w = r ** 2 / np.sum(r ** 2) if weights is None else np.asarray(weights, dtype=float)
-        k = np.ones(m) if keep_fractions is None else np.asarray(keep_fractions, dtype=float)
-        if np.any(k < 0) or np.any(k > 1):
-            raise ValueError(f"keep_fractions={list(k)} must be in [0, 1]")
-        private = np.asarray([s > 0 or not math.isinf(c) for c, s in zip(clips, noise_stddevs)])
-        self.num_groups = m
-        self.adaptive = adaptive
-        self.noise_draw, self.noise_seed = noise_draw, int(noise_seed)
-        self._params = collections.OrderedDict(
-            clips=np.asarray(clips, np.float32), noise_stddevs=np.asarray(noise_stddevs, np.float32),
-            expected_cohorts=r.astype(np.float32), weights=w.astype(np.float32),
-            keep_fractions=k.astype(np.float32), private=private.astype(np.float32))
-        if adaptive is not None:
-            if len(set(np.asarray(clips, float).tolist())) != 1:
-                raise ValueError("adaptive clipping adapts one clip shared by every group")
-            self._params.update(
-                value_noise_multiplier=np.float32(adaptive.value_noise_multiplier),
-                count_stddev=np.float32(adaptive.count_stddev),
-                target_quantile=np.float32(adaptive.target_quantile),
-                clip_learning_rate=np.float32(adaptive.learning_rate))
-        # rounds aggregated so far: the seed of the server's draws (every group's noise with
-        # noise_draw="group"; an empty group's and an empty round's bit noise with "client")
-        self._params.update(round=np.float32(0))
+        self.query = self.QUERY(*args, **kwargs)
+
+    # the query's settings, as the round loop and the backends read them
+    num_groups = property(lambda self: self.query.num_groups)
+    adaptive = property(lambda self: self.query.adaptive)
+    noise_draw = property(lambda self: self.query.noise_draw)
+    noise_in_empty_rounds = property(lambda self: self.query.noise_in_empty_rounds)
 
     def create(self, value_type) -> tff.templates.AggregationProcess:
         m = self.num_groups
@@ -156,7 +75,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
         @tff.tensorflow.computation
         def initial_state():
-            return self.initial_state_tensors()
+            return self.query.initial_state_tensors()
 
         state_type = initial_state.type_signature.result
 
@@ -172,7 +91,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             support = None
             if "support" in names:               # where this client's noise may land
                 support = [t[None] for t in tf.nest.flatten(_as_container(value.support))]
-            noised, norm, was_clipped, bit = self.client_math(
+            noised, norm, was_clipped, bit = self.query.client_math(
                 [t[None] for t in tf.nest.flatten(update)], groups, seeds, state, counts,
                 support)
             # place the update in its group's row: an [M, ...] tensor per weight tensor
@@ -186,7 +105,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             if not stats:
                 stats["nothing"] = tf.zeros([0])       # a constant: no client data
             return (tf.nest.pack_sequence_as(update, grouped), stats,
-                    self.client_extra(groups, seeds, slots, noised))
+                    self.query.client_extra(groups, seeds, slots, noised))
 
         grouped_type, _, extra_type = client_step.type_signature.result
         record = (None if self.record_aggregation_factory is None
@@ -211,7 +130,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
         def server_step(group_sums, extra_sum, state, counts):
             group_sums = _as_container(group_sums)
             sums = tf.nest.flatten(group_sums)
-            total, kept_fraction = self.server_math(sums, extra_sum, state, counts)
+            total, kept_fraction = self.query.server_math(sums, extra_sum, state, counts)
             return tf.nest.pack_sequence_as(group_sums, total), kept_fraction
 
         @tff.tensorflow.computation(server_step.type_signature.result[1],
@@ -233,7 +152,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                                     tff.TensorType(np.float32, [m]))
         def update_state(state, stat_sums, counts):
             bit_sum = stat_sums["bit"] if self.adaptive is not None else tf.zeros([])
-            return self.state_update_math(state, bit_sum, counts)
+            return self.query.state_update_math(state, bit_sum, counts)
 
         @tff.federated_computation(init_fn.type_signature.result,
                                    tff.FederatedType(value_type, tff.CLIENTS))
@@ -269,137 +188,6 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
                                                        measurements=measurements)
 
         return tff.templates.AggregationProcess(init_fn, next_fn)
-
-    # The arithmetic of a round, on plain tensors: the TFF computations above and the fast
-    # backend (tff_idp.engine.backends) both call these, so there is one implementation.
-
-    def initial_state_tensors(self):
-        return collections.OrderedDict((k, tf.constant(v, tf.float32))
-                                       for k, v in self._params.items())
-
-    def client_math(self, tensors, groups, seeds, state, counts, support=None):
-        """K clients at once (tensors [K, ...], one-hot groups [K, M], seeds [K, 2]; K = 1
-        in the TFF client computation): clip client k to C_m (Alg. 1 line 12), add its share
-        of the group noise drawn from its own seed (line 13; ``noise_draw="client"``),
-        times its ``support`` where given (per tensor [K, ...] 0/1 or None: DP-pFedDSU's
-        xi_i * M_tau, paper 001 Eq. 13).
-        Returns (noised tensors [K, ...], pre-clip norms [K], clipped indicators [K], noised
-        adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
-        N(0, count_stddev^2), 0 without adaptive clipping)."""
-        clipped, norm, was_clipped = dpmath.clip_by_l2(
-            tensors, tf.linalg.matvec(groups, state["clips"]))
-        if self.noise_draw == "client":
-            shares = self._noise_share(groups, state, counts)
-            noise = self._on_shared(dpmath.gaussian_noise_per_client(clipped, shares, seeds))
-            if support is not None:
-                noise = [n if m is None else n * m for n, m in zip(noise, support)]
-            noised = [c + n for c, n in zip(clipped, noise)]
-        else:                                   # the server draws the group's noise
-            noised = clipped
-        bit = tf.zeros_like(norm)
-        if self.adaptive is not None:
-            cohort = tf.maximum(tf.reduce_sum(counts), 1.0)
-            share = state["count_stddev"] / tf.sqrt(cohort)
-            bit_noise = dpmath.gaussian_noise_per_client(
-                [bit], tf.fill(tf.shape(norm), share), seeds, stream=1)[0]
-            bit = (1.0 - was_clipped) - 0.5 + bit_noise
-        return noised, norm, was_clipped, bit
-
-    def state_update_math(self, state, bit_sum, counts):
-        """Adaptive clipping's server step (Andrew et al. Alg. 1): b = bit_sum / (expected
-        cohort) + 1/2 clamped to [0, 1], C <- C exp(-lr (b - target)), update noise std
-        z_delta C; in a round with no client (``counts`` all 0) the server draws the bit
-        sum's N(0, count_stddev^2) itself (module docstring). Without adaptive clipping the
-        state is unchanged but for the round count (the seed of the server's draws)."""
-        new = collections.OrderedDict(state)
-        new["round"] = state["round"] + 1.0
-        if self.adaptive is None:
-            return new
-        bit_sum = tf.cond(
-            tf.reduce_sum(counts) > 0, lambda: bit_sum,
-            lambda: bit_sum + state["count_stddev"] * tf.random.stateless_normal(
-                [], self._round_seed(state, stream=1)))
-        expected = tf.reduce_sum(state["expected_cohorts"])
-        unclipped = tf.clip_by_value(bit_sum / expected + 0.5, 0.0, 1.0)   # noise can overshoot
-        clips = state["clips"] * tf.exp(-state["clip_learning_rate"] *
-                                        (unclipped - state["target_quantile"]))
-        new["clips"] = clips
-        new["noise_stddevs"] = state["value_noise_multiplier"] * clips
-        return new
-
-    def server_math(self, sums, extra_sum, state, counts):
-        """From per-group sums ([M, ...] per tensor) to the model update: Top_k per group
-        (line 17), group means over r_m, post-processing hook, weighted combination
-        (line 19). Returns (update tensors, kept fraction per group)."""
-        m = self.num_groups
-        if self.noise_draw == "group":
-            sums = self.group_noised(sums, state)
-        elif self.noise_in_empty_rounds:       # an empty private group: the server's draw
-            empty = tf.cast(counts <= 0, tf.float32) * state["private"]
-            sums = tf.cond(tf.reduce_any(empty > 0),
-                           lambda: self.group_noised(sums, state, empty), lambda: list(sums))
-        means, kept_fraction = [], []
-        for g in range(m):
-            kept, k, d = dpmath.top_k_mask([s[g] for s in sums], state["keep_fractions"][g])
-            kept_fraction.append(tf.cast(k, tf.float32) / tf.cast(d, tf.float32))
-            denom = self._denominator(state, counts, g)   # a zero sum stays zero (not private)
-            means.append([t / denom for t in kept])
-        means = self._server_transform(means, extra_sum, counts)
-        total = [tf.zeros_like(s[0]) for s in sums]
-        for g in range(m):
-            total = [acc + state["weights"][g] * t for acc, t in zip(total, means[g])]
-        return [tf.cast(t, s.dtype) for t, s in zip(total, sums)], tf.stack(kept_fraction)
-
-    def group_noised(self, sums, state, groups=None):
-        """Each group sum ([M, ...] per tensor) plus N(0, s_m^2) per coordinate, drawn by the
-        server from the seed (noise_seed, round): the distribution the clients' shares give
-        it (Alg. 1 line 13 summed over the group). ``groups`` ([M] 0/1, default all): the
-        groups to noise (with ``noise_draw="client"``, the empty ones)."""
-        noise = self._on_shared(dpmath.gaussian_noise_like(sums, 1.0, self._round_seed(state)))
-        std = state["noise_stddevs"] if groups is None else state["noise_stddevs"] * groups
-        return [s + tf.reshape(std, [-1] + [1] * (len(s.shape) - 1)) * n
-                for s, n in zip(sums, noise)]
-
-    def _round_seed(self, state, stream: int = 0):
-        """int32[2] seed of the server's draws in this round (stream 1: the bit count's)."""
-        return tf.stack([tf.constant(self.noise_seed, tf.int32),
-                         tf.cast(state["round"], tf.int32) + stream * (1 << 30)])
-
-    # Which coordinates are released: a method with a personal part sends zeros on it, and
-    # the noise goes on the shared coordinates only (``shared_masks``: per tensor a 0/1 mask
-    # or None for wholly shared; None for all shared). Set by the round loop from the
-    # method's parameter split (tff_idp.models.split).
-    shared_masks = None
-
-    def _on_shared(self, noise):
-        if self.shared_masks is None:
-            return noise
-        return [n if m is None else n * m for n, m in zip(noise, self.shared_masks)]
-
-    # Hooks for variants (PFA); the defaults are GDPFed's Algorithm 1.
-
-    def _noise_share(self, groups, state, counts):
-        """Per-client noise std [K]: s_m / sqrt(k_m), so group m's sum carries N(0, s_m^2)."""
-        return tf.linalg.matvec(groups, state["noise_stddevs"] / tf.sqrt(tf.maximum(counts, 1.0)))
-
-    def _denominator(self, state, counts, g):
-        """Group g's divisor: its expected cohort r_m when private (Alg. 1 line 19), its
-        realised count otherwise."""
-        return tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
-                        tf.maximum(counts[g], 1.0))
-
-    def client_extra(self, groups, seeds, slots, noised):
-        """The sum over K clients of anything else they contribute (nothing here; PFA's
-        public rows). ``slots`` [K] (PFA) or None."""
-        return tf.zeros([], tf.float32)
-
-    def client_extra_zeros(self, tensors):
-        """A zero of the shape of ``client_extra``'s output (the fast runner's accumulator)."""
-        return tf.zeros([], tf.float32)
-
-    def _server_transform(self, group_means, extra_sum, counts):
-        """Post-processing of the per-group means before weighting (identity here)."""
-        return group_means
 
 
 def _as_container(value):

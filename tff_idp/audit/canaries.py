@@ -1,7 +1,7 @@
 """Canary clients for the one-run audit (Andrew et al. 2024; Steinke et al. 2023): what they
 send, when they take part, and their scores. No TensorFlow: the round loop hands their
 updates to the backend, which clips, noises and sums them with the same code as every
-client's (``GroupGaussianFactory.client_math``), so the audit tests that code.
+client's (``GroupGaussianQuery.client_math``), so the audit tests that code.
 
 - m canaries in one privacy group g (``audit_group``); canary j's update is a fixed random
   unit direction u_j (seeded) times the group's clip C, on every model coordinate;

@@ -9,7 +9,7 @@ updated. What the clients do and how the server steps is the method's
 ``TFFBackend``: the TFF iterative process (reference semantics; TFF's C++ worker runs it on
 the CPU, one client at a time). ``FastBackend``: the same client work
 (``algorithms.client_work``) and the same clip/noise/top-k/reweighting arithmetic
-(``GroupGaussianFactory.client_math`` / ``server_math``) inside one ``tf.function`` per
+(``queries.GroupGaussianQuery.client_math`` / ``server_math``) inside one ``tf.function`` per
 chunk of ``fast_chunk_size`` clients, on whatever device TensorFlow is given (a GPU when
 there is one). When the model can be batched over clients (``cohort_model.CohortModel``:
 every model of ``tff_idp.models``) a chunk's clients train together, their weights a batch
@@ -120,14 +120,15 @@ class FastBackend:
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
-        self.cfg, self.factory, self.program = cfg, factory, program
+        self.cfg, self.program = cfg, program
+        self.query = factory.query           # the mechanism's arithmetic, without TFF
         self.diagnostics = client_diagnostics(cfg, plan)
         self.m = plan.num_aggregation_groups
         self.chunk = cfg.fast_chunk_size
         self.model = model_fn()
         self.cohort_model = CohortModel(self.model) if CohortModel.supports(self.model) else None
         self.mode = "cohort" if self.cohort_model is not None else "client-loop"
-        self.state = factory.initial_state_tensors()
+        self.state = self.query.initial_state_tensors()
         self._weights = [tf.constant(w, tf.float32) for w in w0]
         self.trainer = ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay,
                                      program.reparam)
@@ -157,13 +158,13 @@ class FastBackend:
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
     def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
-        """Clip and noise K clients' updates (``client_math``, one implementation with the
+        """Clip and noise K clients' updates (the query's ``client_math``, as the
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
         contributions and statistics."""
-        noised, norm, clipped, bit = self.factory.client_math(deltas, groups, seeds, state,
+        noised, norm, clipped, bit = self.query.client_math(deltas, groups, seeds, state,
                                                               counts, support)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
-        extra = self.factory.client_extra(groups, seeds, slots, noised)
+        extra = self.query.client_extra(groups, seeds, slots, noised)
         stats = tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
                           tf.reduce_sum(bit)])
         return sums, extra, stats
@@ -183,7 +184,7 @@ class FastBackend:
                                                  counts, support)
             return sums, extra, stats, program.kept(final)
         sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
-        extra = self.factory.client_extra_zeros(weights)
+        extra = self.query.client_extra_zeros(weights)
         stats = tf.zeros([4])
         kept = [tf.TensorArray(tf.float32, size=tf.shape(groups)[0]) for _ in personal]
         for k in tf.range(tf.shape(groups)[0]):      # one client after another
@@ -304,7 +305,7 @@ class FastBackend:
             kept.append([r.numpy() for r in rows])
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
-            extra = self.factory.client_extra_zeros(self._weights)
+            extra = self.query.client_extra_zeros(self._weights)
         if canaries is not None and len(canaries[1]):
             c_sums, c_extra, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
@@ -313,17 +314,17 @@ class FastBackend:
             sums = [x + y for x, y in zip(sums, c_sums)]
             extra = extra + c_extra
             stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
-        update, _ = self.factory.server_math(sums, extra, self.state, counts)
+        update, _ = self.query.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)
-        self.state = self.factory.state_update_math(self.state, stats[3], counts)
+        self.state = self.query.state_update_math(self.state, stats[3], counts)
         next_clip = float(self.state["clips"][0])      # reported like TFF's DP factory
         n = float(len(infos))
         norm, clipped, loss, _ = (stats / n).numpy() if infos else (np.nan,) * 4
         values = {"train_loss": float(loss), "clipped_fraction": float(clipped),
                   "mean_update_norm": float(norm)}
         return {**{col: values[k] for k, col in self.diagnostics.items()},
-                "adaptive_clip": next_clip if self.factory.adaptive is not None else np.nan}, \
+                "adaptive_clip": next_clip if self.query.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
 
 

@@ -114,10 +114,10 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
     factory = METHODS[method].aggregation_factory(
         plan, cfg, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM))
     if not program.split.trivial:    # noise on the shared coordinates only
-        if not hasattr(factory, "shared_masks"):
+        if not hasattr(factory, "query"):
             raise ConfigError(f"personal={program.split.spec!r}: the aggregator of "
                               f"{method!r} cannot keep its noise off the personal part")
-        factory.shared_masks = list(program.split.masks)
+        factory.query.shared_masks = list(program.split.masks)
     if hasattr(factory, "client_diagnostics"):   # clients' un-noised statistics: see
         factory.client_diagnostics = bool(client_diagnostics(cfg, plan))   # threat_model
     x = exp.data.x_train

@@ -42,7 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..aggregators import GroupGaussianFactory
-from ..aggregators.group_gaussian import AdaptiveClipping
+from ..queries import AdaptiveClipping
 from ..runtime import import_tff
 
 tff = import_tff()
@@ -80,8 +80,8 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     if noise_draw not in NOISE_DRAWS:
         raise ValueError(f"noise_draw={noise_draw!r}: must be 'client' or 'server'")
     if adaptive_clipping is not None and not isinstance(adaptive_clipping, AdaptiveClipping):
-        raise TypeError(f"adaptive_clipping={adaptive_clipping!r}: must be an "
-                        "tff_idp.aggregators.group_gaussian.AdaptiveClipping or None")
+        raise TypeError(f"adaptive_clipping={adaptive_clipping!r}: must be a "
+                        "tff_idp.queries.AdaptiveClipping or None")
     if not isinstance(weighted, bool):
         raise TypeError(f"weighted={weighted!r}: must be True or False")
     z = adaptive_clipping.value_noise_multiplier if adaptive_clipping else noise_multiplier

@@ -69,7 +69,7 @@ class IDPFedAvg(_Individualized):
                 target_unclipped_quantile=idp.ADAPTIVE_TARGET_QUANTILE,
                 learning_rate=idp.ADAPTIVE_LEARNING_RATE, clipped_count_stddev=count_std)
         from ..aggregators import GroupGaussianFactory
-        from ..aggregators.group_gaussian import AdaptiveClipping
+        from ..queries import AdaptiveClipping
         z_value = idp.value_noise_multiplier(z, count_std)
         return GroupGaussianFactory(
             plan.clips, [z_value * plan.clips[0]], plan.expected_cohorts, plan.weights,
