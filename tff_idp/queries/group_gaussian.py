@@ -116,7 +116,8 @@ class GroupGaussianQuery:
         self.adaptive = adaptive
         self.noise_draw, self.noise_seed = noise_draw, int(noise_seed)
         self._params = collections.OrderedDict(
-            clips=np.asarray(clips, np.float32), noise_stddevs=np.asarray(noise_stddevs, np.float32),
+            clips=np.asarray(clips, np.float32),
+            noise_stddevs=np.asarray(noise_stddevs, np.float32),
             expected_cohorts=r.astype(np.float32), weights=w.astype(np.float32),
             keep_fractions=k.astype(np.float32), private=private.astype(np.float32))
         if adaptive is not None:

@@ -1,5 +1,5 @@
-"""The query of Projected Federated Averaging (PFA; Liu et al., VLDB 2021) in GDPFed's 3-group adaptation
-(003 App. B.2): the highest-budget group is public, the lowest group's mean update is projected
+"""The query of Projected Federated Averaging (PFA; Liu et al., VLDB 2021) in GDPFed's
+3-group adaptation (003 App. B.2): the highest-budget group is public, the lowest group's mean update is projected
 onto the principal subspace of the public clients' updates, the other groups are kept as
 they are, and the group means are combined with the reweighting of GDPFed.
 
@@ -111,7 +111,8 @@ class PFAQuery(GroupGaussianQuery):
         flat = tf.concat([tf.reshape(t, [tf.shape(t)[0], -1]) for t in noised], axis=1)
         valid = tf.logical_and(tf.logical_and(slots >= 0, slots < self.rows),
                                groups[:, self.public_group] > 0)
-        rows = tf.one_hot(tf.where(valid, slots, 0), self.rows) * tf.cast(valid, tf.float32)[:, None]
+        rows = tf.one_hot(tf.where(valid, slots, 0), self.rows) * \
+            tf.cast(valid, tf.float32)[:, None]
         return tf.matmul(rows, flat, transpose_a=True)
 
     def client_extra_zeros(self, tensors):
