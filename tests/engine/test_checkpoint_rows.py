@@ -11,8 +11,11 @@ from tff_idp.engine import checkpoint as ck
 
 
 def _save(folder, rows, rounds_done):
-    ck.save_checkpoint(folder, "fp", rounds_done, [np.zeros(3)], [], {"state": 1},
-                       np.zeros(5, int), [[[0.1, 1.0]]] * rounds_done, rows, np.zeros(5))
+    ck.save_checkpoint(folder, "fp", {
+        "rounds_done": rounds_done, "backend": [np.zeros(3)], "personal": [],
+        "rng": {"state": 1}, "participation": np.zeros(5, int),
+        "history": [[[0.1, 1.0]]] * rounds_done, "rows": rows, "server_precision": np.zeros(5),
+        "segments": None})
 
 
 def _rows(n):

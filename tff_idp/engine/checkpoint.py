@@ -59,18 +59,20 @@ def _digest(arrays: Dict[str, np.ndarray], meta: dict) -> str:
     return h.hexdigest()
 
 
-def save_checkpoint(folder: Path, fingerprint: str, rounds_done: int,
-                    backend: List[np.ndarray], personal: List[np.ndarray], rng_state: dict,
-                    participation: np.ndarray, history: List, rows: List[dict],
-                    server_precision: np.ndarray, segments: Optional[List[dict]] = None) -> None:
+def save_checkpoint(folder: Path, fingerprint: str, saved: dict) -> None:
+    """``saved`` (:meth:`tff_idp.engine.run_state.RunState.snapshot`: rounds_done, backend,
+    personal, rng, participation, history, server_precision, rows, segments) into
+    ``folder``; :func:`load_checkpoint` returns the same dict."""
+    backend, personal, rows = saved["backend"], saved["personal"], saved["rows"]
     arrays = {f"backend_{i}": np.asarray(a) for i, a in enumerate(backend)}
     arrays.update({f"personal_{i}": np.asarray(a) for i, a in enumerate(personal)})
-    arrays["participation"] = np.asarray(participation, np.int64)
-    arrays["history"] = np.asarray(history, np.float64)     # [rounds, groups, (q, sigma)]
-    arrays["server_precision"] = np.asarray(server_precision, np.float64)
-    meta = {"fingerprint": fingerprint, "rounds_done": int(rounds_done),
-            "backend": len(backend), "personal": len(personal), "rng": rng_state,
-            "rows_file": _append_rows(Path(folder), rows), "segments": segments}
+    arrays["participation"] = np.asarray(saved["participation"], np.int64)
+    # [rounds, groups, (q, sigma)]
+    arrays["history"] = np.asarray(saved["history"], np.float64)
+    arrays["server_precision"] = np.asarray(saved["server_precision"], np.float64)
+    meta = {"fingerprint": fingerprint, "rounds_done": int(saved["rounds_done"]),
+            "backend": len(backend), "personal": len(personal), "rng": saved["rng"],
+            "rows_file": _append_rows(Path(folder), rows), "segments": saved["segments"]}
     meta = json.loads(json.dumps(meta, default=_plain))     # as it will be read back
     meta["sha256"] = _digest(arrays, meta)
     arrays["meta"] = np.array(json.dumps(meta, default=_plain))

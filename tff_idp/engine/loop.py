@@ -44,6 +44,7 @@ from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, e
 from .experiment import Experiment, model_builder, plan_summary
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
+from .run_state import RunState
 from .segments import SegmentLog
 
 
@@ -281,9 +282,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     store = PersonalStore(w0, split, cfg.num_clients)
     personal_eval = personal_evaluation(exp, method, program, evaluator)
     client_eval = client_test_evaluation(exp, method, program, evaluator)
-    rng = np.random.default_rng([cfg.seed, method_key(method)])
-    ledger = exp.new_ledger(plan)
-    rows, start = [], 0
+    state = RunState(runner, store, np.random.default_rng([cfg.seed, method_key(method)]),
+                     exp.new_ledger(plan))
     fingerprint = run_fingerprint(exp.cfg, method)
     resumed = load_checkpoint(checkpoint_dir, fingerprint)
     audit = canary_audit(exp, method, w0)
@@ -292,24 +292,20 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
               "checkpoint)", file=sys.stderr)
         resumed = None
     if resumed is not None:
-        runner.restore(resumed["backend"])
-        store.restore(resumed["personal"])
-        rng.bit_generator.state = resumed["rng"]
-        ledger.participation = np.asarray(resumed["participation"], dtype=int)
-        ledger.history = [[tuple(g) for g in r] for r in resumed["history"]]
-        ledger.server_precision = np.asarray(resumed["server_precision"], dtype=float)
-        rows, start = resumed["rows"], resumed["rounds_done"]
-    segments = SegmentLog(cfg.device, rows, None if resumed is None else resumed["segments"])
+        state.restore(resumed)
+    start = state.rounds_done
+    state.segments = SegmentLog(cfg.device, state.rows,
+                                None if resumed is None else resumed["segments"])
     bar = tqdm(range(start, cfg.rounds), desc=f"{method}", unit="round",
                disable=not progress, leave=False, initial=start, total=cfg.rounds)
     setup = time.perf_counter() - started
     with StopRequests() as stop:
-        rows = _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger,
-                       rows, fingerprint, checkpoint_dir, on_round, stop, audit, client_eval,
-                       segments)
+        ctx = RunContext(exp, method, fingerprint, checkpoint_dir, stop, bar, on_round, audit,
+                         evaluator, personal_eval, client_eval)
+        _rounds(ctx, state)
     bar.close()
-    summary = _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
-                       setup, segments)
+    rows, ledger, segments = state.rows, state.ledger, state.segments
+    summary = _summary(ctx, state, start, split, setup)
     # resident memory at its highest in this process since the run began (a resumed run:
     # its last process), the data already loaded included; "process" where the peak could
     # not be reset and earlier work in the process may have set it
@@ -387,32 +383,45 @@ def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram,
                               client_test_sets(d.y_train, exp.client_indices, d.y_test))
 
 
-def _checkpoint(checkpoint_dir, fingerprint, rounds_done, runner, store, rng_state, ledger,
-                rows, segments) -> None:
-    """Everything a resumed run needs after ``rounds_done`` rounds, into its folder."""
-    save_checkpoint(Path(checkpoint_dir), fingerprint, rounds_done, runner.snapshot(),
-                    store.snapshot(), rng_state, ledger.participation, ledger.history, rows,
-                    ledger.server_precision, segments.upto(rows))
+@dataclasses.dataclass
+class RunContext:
+    """What stays the same through a run's rounds: the experiment and method, where and
+    under which fingerprint it checkpoints, the stop request, the progress bar, the
+    per-round callback, the canary audit and the evaluators."""
+    exp: Experiment
+    method: str
+    fingerprint: str
+    checkpoint_dir: Optional[Path]
+    stop: StopRequests
+    bar: object
+    on_round: Optional[Callable]
+    audit: object
+    evaluator: object
+    personal_eval: object
+    client_eval: object
 
 
-def _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner, store,
-                       rng_before, ledger, rows, segments, bar, stop):
+def _checkpoint(ctx: RunContext, state: RunState, rng_state=None) -> None:
+    """Everything a resumed run needs after ``state.rounds_done`` rounds, into its folder."""
+    save_checkpoint(Path(ctx.checkpoint_dir), ctx.fingerprint, state.snapshot(rng_state))
+
+
+def _stop_within_round(ctx: RunContext, state: RunState, rnd: int, rng_before):
     """A stop request reached round ``rnd`` between two chunks of clients: nothing of the
     round was applied (the backend updates weights and state at its end), so the run stops
     at the checkpoint of the rounds before, with the random state from before the round's
     cohort was drawn: resuming redoes the round exactly."""
-    bar.close()
-    if checkpoint_dir is not None and rnd > 0:
-        _checkpoint(checkpoint_dir, fingerprint, rnd, runner, store, rng_before, ledger, rows,
-                    segments)
+    ctx.bar.close()
+    if ctx.checkpoint_dir is not None and rnd > 0:
+        _checkpoint(ctx, state, rng_before)
         where = (f"resume from the checkpoint of round {rnd} by running the same command "
                  f"(round {rnd + 1} is done again)")
     else:
-        where = ("no checkpoint (no results folder)" if checkpoint_dir is None else
+        where = ("no checkpoint (no results folder)" if ctx.checkpoint_dir is None else
                  "nothing to resume from (run the same command to start again)")
-    print(f"{method}: stopped during round {rnd + 1} of {cfg.rounds}; {where}",
+    print(f"{ctx.method}: stopped during round {rnd + 1} of {ctx.exp.cfg.rounds}; {where}",
           file=sys.stderr)
-    raise SystemExit(stop.exit_status)
+    raise SystemExit(ctx.stop.exit_status)
 
 
 def curve_test_set(x, y, count, seed):
@@ -424,110 +433,131 @@ def curve_test_set(x, y, count, seed):
     return x[idx], y[idx]
 
 
-def _rounds(exp, method, bar, runner, store, personal_eval, evaluator, rng, ledger, rows,
-            fingerprint, checkpoint_dir, on_round, stop, audit, client_eval, segments):
-    """The rounds of :func:`run_method`; a stop request (SIGINT, SIGTERM) ends them after
-    the current round with a checkpoint and one line."""
-    cfg, plan = exp.cfg, exp.plans[method]
-    members, m_agg = exp.group_members, plan.num_aggregation_groups
-    test_x, test_y = exp.data.x_test, exp.data.y_test
-    curve_x, curve_y = curve_test_set(test_x, test_y, cfg.curve_test_examples, cfg.seed)
-    program = runner.program
-    for rnd in bar:
-        if stop.signum is not None:      # asked to stop during the set-up: no round run
-            bar.close()
-            print(f"{method}: stopped before round {rnd + 1} of {cfg.rounds}; run the same "
-                  "command to go on", file=sys.stderr)
-            raise SystemExit(stop.exit_status)
+def _rounds(ctx: RunContext, state: RunState) -> None:
+    """The rounds of :func:`run_method` (``state`` after each is :func:`round_step`'s),
+    with the hooks around them: the heartbeat, checkpoints, the per-round callback, and a
+    stop request (SIGINT, SIGTERM) ending them after the current round with a checkpoint
+    and one line."""
+    cfg = ctx.exp.cfg
+    curve = curve_test_set(ctx.exp.data.x_test, ctx.exp.data.y_test, cfg.curve_test_examples,
+                           cfg.seed)
+    for rnd in ctx.bar:
+        if ctx.stop.signum is not None:      # asked to stop during the set-up: no round run
+            ctx.bar.close()
+            print(f"{ctx.method}: stopped before round {rnd + 1} of {cfg.rounds}; run the "
+                  "same command to go on", file=sys.stderr)
+            raise SystemExit(ctx.stop.exit_status)
         t0 = time.perf_counter()
-        rng_before = rng.bit_generator.state          # a round stopped half-way: redone
-        cohort = sample_cohort(rng, members, plan.rates, cfg.sampling)
-        noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
-        batches, infos, ids = [[] for _ in program.phases], [], []
-        for g, clients in enumerate(cohort):
-            onehot = np.zeros(m_agg, np.float32)
-            onehot[plan.aggregation_groups[g]] = 1.0
-            public = plan.public_group is not None and plan.aggregation_groups[g] == plan.public_group
-            for j, c in enumerate(clients):
-                once = None                   # the client's examples, shared by its phases
-                for p, phase in enumerate(program.phases):
-                    examples = phase_examples(exp, c, rnd, phase, p, once)
-                    once = examples[:2] if len(examples) == 3 else once
-                    batches[p].append(examples)
-                infos.append(collections.OrderedDict(
-                    group=onehot, seed=np.array([noise_seed, c], np.int32),
-                    slot=np.int32(j if public else -1)))
-                ids.append(int(c))
-        measurements = {}
-        canaries = None
-        if audit is not None:            # beside the cohort: not in the ledger or the data
-            chosen = audit.sample(rnd)
-            onehot = np.zeros(m_agg, np.float32)
-            onehot[plan.aggregation_groups[audit.group]] = 1.0
-            canaries = (audit.updates(chosen), np.repeat(onehot[None], len(chosen), 0),
-                        np.array([[noise_seed, cfg.num_clients + j] for j in chosen],
-                                 np.int32).reshape(-1, 2))
-        if ids or runner.noise_in_empty_rounds:     # module docstring: empty rounds
-            extra = {} if canaries is None else {"canaries": canaries}
-            try:
-                measurements, kept = runner.step(batches, infos, rnd, store.gather(ids),
-                                                 **extra)
-            except RoundInterrupted:
-                _stop_within_round(method, rnd, cfg, checkpoint_dir, fingerprint, runner,
-                                   store, rng_before, ledger, rows, segments, bar, stop)
-            store.scatter(ids, kept)
-            if not ids:                  # nothing trained: no loss or clipping to show
-                measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
-        ledger.record_round(plan.round_mechanisms(), ids,
-                            plan.server_multipliers([len(c) for c in cohort]))
-        if audit is not None:
-            t_audit = time.perf_counter()
-            audit.observe(runner.weights)
-            audit.seconds += time.perf_counter() - t_audit
-        seconds = time.perf_counter() - t0
-        row = {"round": rnd + 1, "cohort": len(ids),
-               "cohort_per_group": "/".join(str(len(c)) for c in cohort),
-               **{k: measurements.get(k, np.nan) for k in
-                  list(runner.diagnostics.values()) + ["adaptive_clip"]},
-               "seconds": round(seconds, 4)}
-        if (rnd + 1) % cfg.eval_every == 0 or rnd + 1 == cfg.rounds:
-            t_eval = time.perf_counter()
-            if personal_eval is None:
-                evaluator.set_weights(runner.weights)
-                last = rnd + 1 == cfg.rounds
-                row["test_loss"], row["test_accuracy"] = evaluate(
-                    evaluator, test_x if last else curve_x, test_y if last else curve_y)
-                if exp.client_validation is not None:     # the pooled validation examples
-                    val = np.concatenate(exp.client_validation)
-                    row["validation_loss"], row["validation_accuracy"] = evaluate(
-                        evaluator, exp.data.x_train[val], exp.data.y_train[val])
-                bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
-                if client_eval is not None:     # the same model on each client's classes
-                    row.update({k.replace("personal_", "client_", 1): v for k, v in
-                                client_eval(runner.weights, store, rnd).items()})
-            else:                        # no global model: each client's own
-                row.update(personal_eval(runner.weights, store, rnd))
-                bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
-            row["eval_seconds"] = round(time.perf_counter() - t_eval, 4)
-        rows.append(row)
-        if checkpoint_dir is not None:   # for `slurm status`: this run is alive
-            write_heartbeat(Path(checkpoint_dir), rnd + 1, time.perf_counter() - t0)
+        row = round_step(ctx, state, rnd)
+        _evaluate(ctx, state, rnd, row, curve)
+        state.rows.append(row)
+        if ctx.checkpoint_dir is not None:   # for `slurm status`: this run is alive
+            write_heartbeat(Path(ctx.checkpoint_dir), rnd + 1, time.perf_counter() - t0)
         every = cfg.checkpoint_every
         due = every and (rnd + 1) % every == 0
-        if checkpoint_dir is not None and rnd + 1 < cfg.rounds and (due or stop.signum):
-            _checkpoint(checkpoint_dir, fingerprint, rnd + 1, runner, store,
-                        rng.bit_generator.state, ledger, rows, segments)
-        if on_round is not None:
-            on_round(row)
-        if stop.signum is not None and rnd + 1 < cfg.rounds:
-            bar.close()
+        if ctx.checkpoint_dir is not None and rnd + 1 < cfg.rounds and \
+                (due or ctx.stop.signum):
+            _checkpoint(ctx, state)
+        if ctx.on_round is not None:
+            ctx.on_round(row)
+        if ctx.stop.signum is not None and rnd + 1 < cfg.rounds:
+            ctx.bar.close()
             where = ("resume from the checkpoint of round "
-                     f"{rnd + 1} by running the same command" if checkpoint_dir is not None
-                     else "no checkpoint (no results folder)")
-            print(f"{method}: stopped at round {rnd + 1} of {cfg.rounds}; {where}",
+                     f"{rnd + 1} by running the same command"
+                     if ctx.checkpoint_dir is not None else "no checkpoint (no results folder)")
+            print(f"{ctx.method}: stopped at round {rnd + 1} of {cfg.rounds}; {where}",
                   file=sys.stderr)
-            raise SystemExit(stop.exit_status)
-    return rows
+            raise SystemExit(ctx.stop.exit_status)
+
+
+def round_step(ctx: RunContext, state: RunState, rnd: int) -> dict:
+    """One round (module docstring) on ``state``: cohort, client work, aggregation, server
+    update, personal parts, ledger, audit. Returns the round's metrics row (without its
+    evaluation)."""
+    exp, method = ctx.exp, ctx.method
+    cfg, plan = exp.cfg, exp.plans[method]
+    runner, audit = state.runner, ctx.audit
+    m_agg = plan.num_aggregation_groups
+    program = runner.program
+    t0 = time.perf_counter()
+    rng_before = state.rng.bit_generator.state     # a round stopped half-way: redone
+    cohort = sample_cohort(state.rng, exp.group_members, plan.rates, cfg.sampling)
+    noise_seed = _seed32(cfg.seed, method_key(method), rnd)   # [noise_seed, client]
+    batches, infos, ids = [[] for _ in program.phases], [], []
+    for g, clients in enumerate(cohort):
+        onehot = np.zeros(m_agg, np.float32)
+        onehot[plan.aggregation_groups[g]] = 1.0
+        public = plan.public_group is not None and \
+            plan.aggregation_groups[g] == plan.public_group
+        for j, c in enumerate(clients):
+            once = None                   # the client's examples, shared by its phases
+            for p, phase in enumerate(program.phases):
+                examples = phase_examples(exp, c, rnd, phase, p, once)
+                once = examples[:2] if len(examples) == 3 else once
+                batches[p].append(examples)
+            infos.append(collections.OrderedDict(
+                group=onehot, seed=np.array([noise_seed, c], np.int32),
+                slot=np.int32(j if public else -1)))
+            ids.append(int(c))
+    measurements = {}
+    canaries = None
+    if audit is not None:            # beside the cohort: not in the ledger or the data
+        chosen = audit.sample(rnd)
+        onehot = np.zeros(m_agg, np.float32)
+        onehot[plan.aggregation_groups[audit.group]] = 1.0
+        canaries = (audit.updates(chosen), np.repeat(onehot[None], len(chosen), 0),
+                    np.array([[noise_seed, cfg.num_clients + j] for j in chosen],
+                             np.int32).reshape(-1, 2))
+    if ids or runner.noise_in_empty_rounds:     # module docstring: empty rounds
+        extra = {} if canaries is None else {"canaries": canaries}
+        try:
+            measurements, kept = runner.step(batches, infos, rnd, state.store.gather(ids),
+                                             **extra)
+        except RoundInterrupted:
+            _stop_within_round(ctx, state, rnd, rng_before)
+        state.store.scatter(ids, kept)
+        if not ids:                  # nothing trained: no loss or clipping to show
+            measurements = {k: v for k, v in measurements.items() if k == "adaptive_clip"}
+    state.ledger.record_round(plan.round_mechanisms(), ids,
+                              plan.server_multipliers([len(c) for c in cohort]))
+    if audit is not None:
+        t_audit = time.perf_counter()
+        audit.observe(runner.weights)
+        audit.seconds += time.perf_counter() - t_audit
+    return {"round": rnd + 1, "cohort": len(ids),
+            "cohort_per_group": "/".join(str(len(c)) for c in cohort),
+            **{k: measurements.get(k, np.nan) for k in
+               list(runner.diagnostics.values()) + ["adaptive_clip"]},
+            "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def _evaluate(ctx: RunContext, state: RunState, rnd: int, row: dict, curve) -> None:
+    """The round's evaluation into ``row`` (every ``eval_every`` rounds and the last): the
+    global model on the test set (a seeded subset before the last round,
+    ``curve_test_examples``), the pooled validation examples, each client's classes; or,
+    with a personal part, each client's own model."""
+    exp, cfg, runner = ctx.exp, ctx.exp.cfg, state.runner
+    if (rnd + 1) % cfg.eval_every != 0 and rnd + 1 != cfg.rounds:
+        return
+    t_eval = time.perf_counter()
+    if ctx.personal_eval is None:
+        evaluator = ctx.evaluator
+        evaluator.set_weights(runner.weights)
+        last = rnd + 1 == cfg.rounds
+        x, y = (exp.data.x_test, exp.data.y_test) if last else curve
+        row["test_loss"], row["test_accuracy"] = evaluate(evaluator, x, y)
+        if exp.client_validation is not None:     # the pooled validation examples
+            val = np.concatenate(exp.client_validation)
+            row["validation_loss"], row["validation_accuracy"] = evaluate(
+                evaluator, exp.data.x_train[val], exp.data.y_train[val])
+        ctx.bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
+        if ctx.client_eval is not None:     # the same model on each client's classes
+            row.update({k.replace("personal_", "client_", 1): v for k, v in
+                        ctx.client_eval(runner.weights, state.store, rnd).items()})
+    else:                        # no global model: each client's own
+        row.update(ctx.personal_eval(runner.weights, state.store, rnd))
+        ctx.bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
+    row["eval_seconds"] = round(time.perf_counter() - t_eval, 4)
 
 
 HEARTBEAT = "heartbeat.json"
@@ -544,8 +574,12 @@ def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> Non
         "host": socket.gethostname(), "pid": os.getpid()}))
 
 
-def _summary(exp, method, runner, rows, start, split, store, ledger, personal_eval,
-             setup: float, segments: SegmentLog) -> dict:
+def _summary(ctx: RunContext, state: RunState, start: int, split, setup: float) -> dict:
+    """summary.json of the run that ``state`` ends (``start``: the rounds it resumed
+    after; ``setup``: its start-up seconds)."""
+    exp, method, personal_eval = ctx.exp, ctx.method, ctx.personal_eval
+    runner, rows, store, ledger, segments = (state.runner, state.rows, state.store,
+                                             state.ledger, state.segments)
     cfg, plan = exp.cfg, exp.plans[method]
     plugin = METHODS[method]
     secs = [r["seconds"] for r in rows]

@@ -64,6 +64,21 @@ class PrivacyLedger:
     def rounds(self) -> int:
         return len(self.history)
 
+    def snapshot(self) -> dict:
+        """What a checkpoint keeps of the ledger: the rounds' mechanisms, each client's
+        participations and its server-side precision."""
+        return {"participation": self.participation.copy(), "history": list(self.history),
+                "server_precision": self.server_precision.copy()}
+
+    def restore(self, saved: dict) -> None:
+        """The ledger as :meth:`snapshot` left it (a resumed run)."""
+        participation = np.asarray(saved["participation"], dtype=int)
+        if participation.shape != self.participation.shape:
+            raise ValueError("the checkpoint's ledger does not fit this run's clients")
+        self.participation = participation
+        self.history = [[tuple(g) for g in r] for r in saved["history"]]
+        self.server_precision = np.asarray(saved["server_precision"], dtype=float)
+
     def record_round(self, group_mechanisms: Sequence[RoundMechanism],
                      participants: Sequence[int],
                      server_multipliers: Optional[Sequence[float]] = None) -> None:
