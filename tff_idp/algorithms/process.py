@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from ..runtime import import_tff
 from .client_work import ClientProgram, ClientTrainer
+from .round_parts import Phase, client_output, server_update
 
 tff = import_tff()
 
@@ -60,13 +61,12 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     weights_type = tff.StructWithPythonType(
         [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
     if program is None:                      # FedAvg's client work on the whole model
-        from ..methods.base import Method, Phase
         from ..models.split import ParameterSplit
         program = ClientProgram(
             [Phase("all", local_steps, None if local_steps else 1)],
             ParameterSplit("none", (None,) * len(weights_np),
                            tuple(w.shape for w in weights_np)),
-            Method.client_output, Method.server_update)
+            client_output, server_update)
     masks, personal = program.masks, program.personal
     phases = [(None if ph.epochs else ph.steps, spec)
               for ph, spec in zip(program.phases, program.phase_specs())]
