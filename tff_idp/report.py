@@ -390,7 +390,6 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     says the scale and when the data were synthetic stand-ins; the legend sits below the
     panels."""
     plt = _plt()
-    from matplotlib.ticker import MaxNLocator
     from .methods import paper_name
     datasets = list(spec.datasets)
     columns = spec.axis.labels if spec.axis else [None]
@@ -407,7 +406,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     drawn, synthetic, banded, seeds = False, False, False, set()
     for ax, (ds, panel_title, members) in zip(panels, layout):
         pairs = [(col, m) for col in members for m in spec.methods_of(ds, col)]
-        metrics, last_round = set(), 0
+        metrics, last_round, stars = set(), 0, []
         for col, m in pairs:
             c = cells.get((ds, col, m))
             if not c or not c["curves"]:
@@ -422,7 +421,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             banded |= len(c["curves"]) > 1
             paper = spec.reference_value(ds, m, col) if scale != "smoke" else None
             if isinstance(paper, (int, float)):
-                _paper_star(ax, x[-1], paper, line.get_color())
+                stars.append((paper, line.get_color()))
             drawn = True
         ax.set_title(panel_title)
         if not last_round:               # no complete run of this panel's cells yet
@@ -431,8 +430,9 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             ax.set_xticks([])
             ax.set_yticks([])
             continue
-        ax.set_xlim(0.5, last_round + 0.5)   # rounds 1..T, also when only the last was evaluated
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        for i, (paper, color) in enumerate(stars):
+            _paper_star(ax, last_round, paper, color, i)
+        _star_margin(ax, last_round, len(stars))   # also when only the last was evaluated
         ax.set_xlabel("round")
         ax.set_ylabel(_accuracy_label(metrics))
         ax.grid(alpha=0.3)
@@ -449,7 +449,7 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                                 for ds in datasets for col in columns
                                 for m in spec.methods_of(ds, col)):
         handles.append(_paper_star(None, None, None, "grey"))
-        labels.append("paper (final)")
+        labels.append("paper's final value")
     if banded:
         _band_legend(handles, labels)
     over = ("one seed" if seeds == {1} else f"mean over {max(seeds)} seeds" if len(seeds) == 1
@@ -464,15 +464,39 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     return path
 
 
-def _paper_star(ax, last_round, value, color):
-    """The paper's final value as a star at the last round (``ax`` None: the legend's
-    marker, drawn nowhere)."""
+def _star_step(last_round: int) -> float:
+    """Rounds between two paper stars right of the curves (:func:`_paper_star`)."""
+    return max(0.8, 0.03 * last_round)
+
+
+def _paper_star(ax, last_round, value, color, index: int = 0):
+    """The paper's final value as a star in the method's colour, right of the last round:
+    the ``index``-th method of the panel one :func:`_star_step` further right, so that
+    equal or close values stay apart (``ax`` None: the legend's marker, drawn nowhere)."""
     style = dict(marker="*", markersize=11, linestyle="none", color=color,
                  markeredgecolor="k")
     if ax is None:
         import matplotlib.lines
         return matplotlib.lines.Line2D([], [], **style)
-    return ax.plot([last_round], [value], zorder=5, **style)[0]
+    x = last_round + (index + 1) * _star_step(last_round)
+    return ax.plot([x], [value], zorder=5, clip_on=False, **style)[0]
+
+
+def _star_margin(ax, last_round: int, stars: int) -> None:
+    """The x range of rounds 1..T plus the stars' strip, the strip marked "paper"; ticks at
+    rounds within 1..T only."""
+    from matplotlib.ticker import MaxNLocator
+    ax.set_xticks([t for t in MaxNLocator(integer=True).tick_values(1, last_round)
+                   if 1 <= t <= last_round])
+    if not stars:
+        ax.set_xlim(0.5, last_round + 0.5)
+        return
+    step = _star_step(last_round)
+    right = last_round + (stars + 0.7) * step
+    ax.set_xlim(0.5, right)
+    ax.axvspan(last_round + 0.4 * step, right, color="grey", alpha=0.08, lw=0)
+    ax.text(last_round + (stars + 1) * step / 2, 1.0, "paper", transform=ax.get_xaxis_transform(),
+            ha="center", va="bottom", fontsize=7, color="grey")
 
 
 def _accuracy_label(metrics) -> str:
@@ -518,11 +542,9 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
     shaded mean +- 1 std band), the paper's value (``reference``) as a star at the last
     round."""
     plt = _plt()
-    from matplotlib.ticker import MaxNLocator
-
     from .methods import paper_name
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
-    metrics, banded = set(), False
+    metrics, banded, stars, last_round = set(), False, [], 0
     for method, where in folders.items():
         runs = [read_run(f) for f in (where if isinstance(where, (list, tuple)) else [where])]
         s = runs[0][0]
@@ -530,12 +552,15 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
         line, x = _seed_band(ax, [curve for _, curve in runs],
                              paper_name(method) + ("" if covered else " †"))
         banded |= len(runs) > 1
+        last_round = max(last_round, int(x[-1]))
         paper = (reference or {}).get(method)
         if paper is not None:
-            _paper_star(ax, x[-1], paper, line.get_color())
+            stars.append((paper, line.get_color()))
         metrics.add(s.get("headline_metric", "test_accuracy"))
+    for i, (paper, color) in enumerate(stars):
+        _paper_star(ax, last_round, paper, color, i)
+    _star_margin(ax, last_round, len(stars))
     ax.set_xlabel("round")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(_accuracy_label(metrics))
     ax.grid(alpha=0.3)
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9)
@@ -544,7 +569,7 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
         _band_legend(handles, labels)
     if reference:
         handles.append(_paper_star(None, None, None, "grey"))
-        labels.append("paper (final)")
+        labels.append("paper's final value")
     _legend_below(fig, handles, labels)
     atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
