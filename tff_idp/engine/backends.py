@@ -162,7 +162,7 @@ class FastBackend:
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
         contributions and statistics."""
         noised, norm, clipped, bit = self.query.client_math(deltas, groups, seeds, state,
-                                                              counts, support)
+                                                            counts, support)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.query.client_extra(groups, seeds, slots, noised)
         stats = tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
