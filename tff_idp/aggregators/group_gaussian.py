@@ -49,12 +49,22 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
     client_diagnostics = False
 
     def __init__(self, *args, record_aggregation_factory=None, **kwargs):
-        if record_aggregation_factory is not None and not isinstance(
-                record_aggregation_factory, tff.aggregators.UnweightedAggregationFactory):
-            raise TypeError(f"record_aggregation_factory={record_aggregation_factory!r}: must "
-                            "be a tff.aggregators.UnweightedAggregationFactory or None")
         self.record_aggregation_factory = record_aggregation_factory
         self.query = self.QUERY(*args, **kwargs)
+
+    @property
+    def record_aggregation_factory(self):
+        return self._record_aggregation_factory
+
+    @record_aggregation_factory.setter
+    def record_aggregation_factory(self, factory):
+        """Checked whenever it is set (also after construction, as
+        ``tff_idp.learning.GroupDPPlan.aggregation_factory`` sets it)."""
+        if factory is not None and not isinstance(
+                factory, tff.aggregators.UnweightedAggregationFactory):
+            raise TypeError(f"record_aggregation_factory={factory!r}: must be a "
+                            "tff.aggregators.UnweightedAggregationFactory or None")
+        self._record_aggregation_factory = factory
 
     # the query's settings, as the round loop and the backends read them
     num_groups = property(lambda self: self.query.num_groups)

@@ -206,6 +206,30 @@ def model_parameters(cfg: ExperimentConfig, data) -> int:
     return int(model_builder(cfg, data)().count_params())
 
 
+def privacy_setting(cfg: ExperimentConfig, group_sizes) -> PrivacySetting:
+    """The privacy setting the methods plan for: ``cfg``'s budgets, delta, rounds, rate,
+    clip, accountant and sampling, with ``group_sizes`` clients per privacy group."""
+    return PrivacySetting(budgets=list(cfg.budgets), group_sizes=list(group_sizes),
+                          delta=cfg.resolved_delta, rounds=cfg.rounds,
+                          expected_rate=cfg.expected_rate, clip=cfg.clip,
+                          accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
+                          sampling=cfg.sampling, group_weighting=cfg.group_weighting)
+
+
+def checked_plan(cfg: ExperimentConfig, method: str, setting: PrivacySetting,
+                 groups: np.ndarray, key: str = "methods") -> MethodPlan:
+    """``method``'s plan, refused (one line naming ``key``) when the ledger finds that its
+    ``cfg.rounds`` rounds overspend any client's budget (``groups``: each client's group)."""
+    plan = plan_method(cfg, method, setting)
+    if plan.private and METHODS[method].checks_budgets:
+        try:
+            new_ledger(cfg, groups, setting, plan).check_plan(
+                [plan.round_mechanisms()] * cfg.rounds)
+        except BudgetExceededError as e:
+            raise ConfigError(f"{key}={method!r}: {e}") from e
+    return plan
+
+
 def plan_all(cfg: ExperimentConfig):
     """Groups, the privacy setting and every method's plan, each checked against the
     budgets by the ledger: (client groups, setting, {method: plan}). Needs no data."""
@@ -214,21 +238,8 @@ def plan_all(cfg: ExperimentConfig):
     if min(sizes) == 0:
         raise ConfigError(f"group_ratios={cfg.group_ratios}: a group has no client among "
                           f"num_clients={cfg.num_clients}")
-    setting = PrivacySetting(budgets=list(cfg.budgets), group_sizes=sizes,
-                             delta=cfg.resolved_delta, rounds=cfg.rounds,
-                             expected_rate=cfg.expected_rate, clip=cfg.clip,
-                             accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
-                             sampling=cfg.sampling, group_weighting=cfg.group_weighting)
-    plans = {}
-    for method in cfg.methods:
-        plan = plan_method(cfg, method, setting)
-        if plan.private and METHODS[method].checks_budgets:
-            try:
-                new_ledger(cfg, groups, setting, plan).check_plan(
-                    [plan.round_mechanisms()] * cfg.rounds)
-            except BudgetExceededError as e:
-                raise ConfigError(f"methods={method!r}: {e}") from e
-        plans[method] = plan
+    setting = privacy_setting(cfg, sizes)
+    plans = {method: checked_plan(cfg, method, setting, groups) for method in cfg.methods}
     return groups, setting, plans
 
 

@@ -100,13 +100,15 @@ class ExtractingDpEventFromInitialStateError(ValueError):
 
 def dp_event_from_state(state, group: int = 0):
     """The dp-accounting event of the round that produced ``state`` (a state returned by
-    ``next`` of a :func:`dp_aggregator` process, or of any group factory's: then for the
-    privacy group ``group``), as TFF's ``extract_dp_event_from_state``: not amplified by
-    sampling (compose it in a ``PoissonSampledDpEvent`` for those who do not know the
-    cohort). Add/remove one client: a ``GaussianDpEvent`` with the group's noise std over
-    its clip (GDPFed Alg. 1 lines 12-13); with adaptive clipping composed with the clipped-
-    count bit's ``GaussianDpEvent(2 count_stddev)`` (sensitivity 1/2; Andrew et al. Thm. 1).
-    A group that is not private (infinite clip, no noise) gives ``NonPrivateDpEvent``."""
+    ``next`` of a :func:`dp_aggregator` process, or of any group factory's: then for its
+    aggregation group ``group``; a method's ``plan.aggregation_groups`` maps each privacy
+    group to one: itself in GDPFed's, 0 for all in DP-FedAvg), as TFF's
+    ``extract_dp_event_from_state``: not amplified by sampling (compose it in a
+    ``PoissonSampledDpEvent`` for those who do not know the cohort). Add/remove one client:
+    a ``GaussianDpEvent`` with the group's noise std over its clip (GDPFed Alg. 1 lines
+    12-13); with adaptive clipping composed with the clipped-count bit's
+    ``GaussianDpEvent(2 count_stddev)`` (sensitivity 1/2; Andrew et al. Thm. 1). A group
+    that is not private (infinite clip, no noise) gives ``NonPrivateDpEvent``."""
     import dp_accounting
     params = state.get("query", state) if hasattr(state, "get") else state
     if float(np.asarray(params["round"])) < 1:

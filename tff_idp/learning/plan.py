@@ -83,8 +83,8 @@ class GroupDPPlan:
 
     def _ledger(self):
         from ..engine.experiment import new_ledger
-        groups = np.repeat(np.arange(self.num_groups), self.setting.group_sizes)
-        return new_ledger(self.config, groups, self.setting, self.plan)
+        return new_ledger(self.config, _client_groups(self.setting.group_sizes), self.setting,
+                          self.plan)
 
 
 def plan_from_budgets(method: str, budgets: Sequence[float], group_sizes: Sequence[int],
@@ -113,26 +113,19 @@ def plan_from_budgets(method: str, budgets: Sequence[float], group_sizes: Sequen
                           f"({len(budgets)})")
     n = int(sum(sizes))
     from ..config import validate
-    from ..engine.experiment import plan_method
+    from ..engine.experiment import checked_plan, privacy_setting
     cfg = validate(from_mapping({
         "methods": [method], "budgets": list(budgets), "num_clients": n,
         "group_ratios": [s / n for s in sizes], "rounds": rounds,
         "expected_rate": expected_rate, "clip": clip, "delta": delta, **settings}))
-    setting = PrivacySetting(budgets=list(cfg.budgets), group_sizes=sizes,
-                             delta=cfg.resolved_delta, rounds=cfg.rounds,
-                             expected_rate=cfg.expected_rate, clip=cfg.clip,
-                             accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
-                             sampling=cfg.sampling, group_weighting=cfg.group_weighting)
-    plan = plan_method(cfg, method, setting)
-    out = GroupDPPlan(method, plan, setting, cfg)
-    from ..methods import METHODS
-    if plan.private and METHODS[method].checks_budgets:
-        from ..privacy.ledger import BudgetExceededError
-        try:
-            out._ledger().check_plan([plan.round_mechanisms()] * cfg.rounds)
-        except BudgetExceededError as e:
-            raise ConfigError(f"method={method!r}: {e}") from e
-    return out
+    setting = privacy_setting(cfg, sizes)
+    plan = checked_plan(cfg, method, setting, _client_groups(sizes), key="method")
+    return GroupDPPlan(method, plan, setting, cfg)
+
+
+def _client_groups(sizes) -> np.ndarray:
+    """Each client's privacy group: |G_0| zeros, then |G_1| ones, ..."""
+    return np.repeat(np.arange(len(sizes)), sizes)
 
 
 def sample_cohort(rng: np.random.Generator, client_groups: Sequence[int],
