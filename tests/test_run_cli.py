@@ -12,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(args, cwd, timeout=600):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+def _run(args, cwd, timeout=600, **extra_env):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT), **extra_env)
     return subprocess.run([sys.executable, "-m", "tff_idp.run", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -50,29 +50,33 @@ def test_help_documents_the_config_keys(tmp_path):
         assert key in proc.stdout
 
 
-def _workers():
-    """Orphaned TFF workers: worker_binary processes adopted by init (parent pid 1). Workers
-    of other live processes (e.g. a concurrent test session) have a living parent."""
+def _workers(marker: str):
+    """Live TFF workers started under ``marker`` (an environment variable the worker inherits):
+    only this test's run, never a concurrent test's (whose killed runs orphan workers for a
+    moment too)."""
     out = subprocess.run(["pgrep", "-f", "worker_binary"], capture_output=True, text=True)
-    orphans = []
+    mine = []
     for pid in out.stdout.split():
         try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
             with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[1] == "1":
-                    orphans.append(pid)
+                state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-    return orphans
+        if marker.encode() in environ and state != "Z":
+            mine.append(pid)
+    return mine
 
 
 def test_small_run_writes_results_and_closes_tff(tmp_path):
-    before = set(_workers())
+    marker = f"TFF_IDP_TEST_RUN={tmp_path.name}-{os.getpid()}"
     cfg = tmp_path / "tiny.toml"
     cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus", "idp_fedavg"]\n'
                    'rounds = 2\n'
                    'num_clients = 60\nexpected_rate = 0.2\nbudgets = [1.0, 2.0, 4.0]\n'
                    'output_dir = "out"\nlocal_steps = 2\n')
-    proc = _run([str(cfg), "--quiet"], tmp_path)
+    proc = _run([str(cfg), "--quiet"], tmp_path, TFF_IDP_TEST_RUN=marker.split("=", 1)[1])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gdpfed_plus" in proc.stdout and "test_acc_%" in proc.stdout
     for method in ("dp_fedavg", "gdpfed_plus", "idp_fedavg"):
@@ -91,7 +95,7 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
     plot = tmp_path / "out" / "tiny" / "convergence-seed0.png"     # said where, at the end
     assert plot.read_bytes()[:4] == b"\x89PNG" and f"convergence plot {Path('out')}" in \
         proc.stdout.replace(str(tmp_path) + "/", "")
-    assert set(_workers()) <= before
+    assert _workers(marker) == []      # the run has exited: its TFF worker must be gone too
 
 
 @pytest.mark.parametrize("sig,grace", [("SIGTERM", 0.5), ("SIGKILL", 5.0)])
