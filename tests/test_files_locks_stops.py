@@ -139,7 +139,8 @@ def test_a_stop_during_a_long_start_up_step_ends_at_once(tmp_path, monkeypatch, 
         time.sleep(60)
         return real(*a, **k)
     monkeypatch.setattr(table_mod, "expand", slow)
-    monkeypatch.setattr(run if entry == "run" else report, "expand", slow, raising=False)
+    from tff_idp.report import cli as report_cli
+    monkeypatch.setattr(run if entry == "run" else report_cli, "expand", slow, raising=False)
     capfd.readouterr()
     timer = _sigterm_after(0.5)
     start = time.perf_counter()

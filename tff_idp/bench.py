@@ -352,7 +352,7 @@ def _bench_method(args) -> int:
     """One round of ``args.method`` on CIFAR-10's shape: fast backend, cohort mode against
     client-loop mode (module docstring)."""
     from . import config
-    from .engine import loop
+    from .engine import client_data, loop
     from .engine.experiment import prepare
     cfg = config.load(None, [
         f'methods=["{args.method}"]', 'dataset="synthetic:cifar10"', f'model="{args.model}"',
@@ -372,7 +372,7 @@ def _bench_method(args) -> int:
             runner.gathered = [False] * len(runner.gathered)
         store = loop.PersonalStore(w0, program.split, cfg.num_clients)
         ids = list(range(cfg.num_clients))
-        batches = [[loop.phase_examples(exp, c, 0, ph, p) for c in ids]
+        batches = [[client_data.phase_examples(exp, c, 0, ph, p) for c in ids]
                    for p, ph in enumerate(program.phases)]
         infos = [collections.OrderedDict(group=np.ones(1, np.float32),
                                          seed=np.array([0, c], np.int32), slot=np.int32(-1))

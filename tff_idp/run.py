@@ -430,7 +430,7 @@ def _check_run_folders(cfg, foreign: bool = True) -> None:
     config (two configs with one ``name`` used to overwrite each other silently), or cannot
     be a folder (a file, a link to nowhere, in its place)."""
     from .atomic import run_folder_conflict
-    from .engine.loop import run_fingerprint
+    from .engine.fingerprint import run_fingerprint
     from .engine.persist import foreign_run
     for method in cfg.methods:
         folder = Path(cfg.output_dir) / cfg.name / run_folder_name(cfg, method)

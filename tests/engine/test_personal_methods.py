@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tff_idp import config, methods
-from tff_idp.engine import loop
+from tff_idp.engine import client_data, loop
 from tff_idp.engine.experiment import prepare
 
 from .helpers import capture, run_captured
@@ -70,7 +70,7 @@ def test_the_tff_backend_returns_personal_parts_in_cohort_order():
                                   phases=[methods.Phase("shared", 2)])
     runner, program, w0 = loop.make_runner(exp, "fedrep", "tff", program)
     clients = [7, 2, 31, 0, 19]
-    batches = [[loop.client_examples(exp, c, 0, program.phases[0]) for c in clients]]
+    batches = [[client_data.client_examples(exp, c, 0, program.phases[0]) for c in clients]]
     infos = [dict(group=np.ones(1, np.float32), seed=np.array([0, c], np.int32),
                   slot=np.int32(-1)) for c in clients]
     rows = [np.stack([np.full(w0[i].shape, 10.0 * c + i, np.float32) for c in clients])

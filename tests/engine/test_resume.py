@@ -101,7 +101,8 @@ def _checkpoint(tmp_path, cfg_overrides=()):
 
 def test_a_checkpoint_of_another_config_is_set_aside(tmp_path, capfd):
     from tff_idp import config
-    from tff_idp.engine.loop import load_checkpoint, run_fingerprint
+    from tff_idp.engine.checkpoint import load_checkpoint
+    from tff_idp.engine.fingerprint import run_fingerprint
     exp, folder, _ = _checkpoint(tmp_path)
     assert load_checkpoint(folder, run_fingerprint(exp.cfg, "p_fedavg"))["rounds_done"] == 2
     other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
@@ -136,7 +137,8 @@ def test_a_flipped_bit_fails_the_checksum(tmp_path, capfd):
     """One changed value inside an intact npz (here a client's participation count) is not
     used: the checksum fails and the run starts over."""
     import numpy as np
-    from tff_idp.engine.loop import load_checkpoint, run_fingerprint
+    from tff_idp.engine.checkpoint import load_checkpoint
+    from tff_idp.engine.fingerprint import run_fingerprint
     exp, folder, _ = _checkpoint(tmp_path)
     path = folder / "checkpoint.npz"
     with np.load(path, allow_pickle=False) as z:

@@ -90,7 +90,7 @@ def test_a_bad_claim_is_one_line_naming_its_key(tmp_path, bad, message):
 
 
 def _fake(unit, accuracy, curve, averaged=None):
-    from tff_idp.engine.loop import run_fingerprint
+    from tff_idp.engine.fingerprint import run_fingerprint
     unit.folder.mkdir(parents=True)
     (unit.folder / "config.json").write_text(json.dumps(
         {"fingerprint": run_fingerprint(unit.cfg, unit.method)}))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tff_idp.engine.loop import run_fingerprint
+from tff_idp.engine.fingerprint import run_fingerprint
 from tff_idp.harness.runner import folder_state, pending
 from tff_idp.harness.table import expand, load_table
 

@@ -1,6 +1,6 @@
 """The two ways to run a round, behind one interface: ``step(batches, infos, rnd, personal)
 -> (metrics, new personal)`` and ``weights``; ``batches[phase][k]`` holds cohort client k's
-(x, y) arrays of a local phase in training order (``loop.client_examples``), so both backends
+(x, y) arrays of a local phase in training order (``client_data.client_examples``), so both backends
 see the same batches; ``personal`` holds the cohort's rows of the personal store
 (``personal_state``), one [K, ...] array per personal tensor, and the backend returns them
 updated. What the clients do and how the server steps is the method's
@@ -238,7 +238,7 @@ class FastBackend:
         ws [K, steps, batch] 1/0 weights; order [K, steps, batch] indices into xs): the
         batches of :meth:`_padded_batches` for a phase of epochs, as indices. ``shared``
         ({ids of the clients' x arrays: (xs, ys)}) keeps one padded copy for the phases
-        whose clients' examples are the same arrays (``loop.phase_examples``)."""
+        whose clients' examples are the same arrays (``client_data.phase_examples``)."""
         order, ws = padded_order([e[2] for e in examples], self.cfg.batch_size)
         key = tuple(id(e[0]) for e in examples) + tuple(id(e[1]) for e in examples)
         if key not in shared:

@@ -3,7 +3,7 @@ names no method: what differs between methods comes from their plug-ins
 (``tff_idp.methods``).
 
 Per round: sample the cohort per group (``tff_idp.sampling``), draw each sampled client's
-examples of each local phase in training order (``client_examples``: permutations seeded by
+examples of each local phase in training order (``client_data``: permutations seeded by
 (seed, round, client[, phase])), gather the cohort's personal rows (``personal_state``), let
 the backend (``backends.TFFBackend`` or ``backends.FastBackend``) run the round (client work,
 clip and noise of the shared part, aggregation, server update), write the personal rows
@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import json
 import sys
 import time
-import zlib
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -32,7 +30,7 @@ from tqdm.auto import tqdm
 
 from .. import models
 from ..algorithms.client_work import ClientProgram
-from ..config import PLACEMENT_KEYS, ConfigError
+from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
 from ..errors import RoundInterrupted
@@ -40,8 +38,10 @@ from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS, client_diagnostics
 from .checkpoint import load_checkpoint, save_checkpoint
+from .client_data import input_dtype, phase_examples
 from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
 from .experiment import Experiment, model_builder, plan_summary
+from .fingerprint import method_key, run_fingerprint
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore
 from .run_state import RunState
@@ -66,11 +66,6 @@ def build_model_fn(exp: Experiment, method: Optional[str] = None
         model = base()
         return model if plugin is None else plugin.build_model(model)
     return build
-
-
-def input_dtype(data) -> tf.DType:
-    """int32 for token inputs (character windows), float32 for features and images."""
-    return tf.int32 if np.issubdtype(data.x_train.dtype, np.integer) else tf.float32
 
 
 def initial_weights(exp: Experiment, model_fn):
@@ -153,98 +148,6 @@ def check_methods(exp: Experiment) -> None:
                               "model's linear read-out (a Dense head) and the model has none")
         for key, value, why in METHODS[method].check_experiment(exp):
             raise ConfigError(f"{key}={value!r}: {why}")
-
-
-# how client data is ordered (client_examples); part of every run fingerprint, so results
-# made with another order are not taken as complete. 1: tf.data shuffles (sessions 1-2);
-# 2: numpy permutations shared by both backends
-DATA_ORDER_VERSION = 2
-# what a round releases; part of every run fingerprint. 1: an empty group or cohort released
-# nothing (sessions 1-16); 2: it releases its noise (GroupGaussianFactory, empty rounds)
-RELEASE_VERSION = 2
-
-
-def client_example_order(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
-    """:func:`client_examples` as (the client's example ids, positions into them in
-    training order): the examples are ``ids[order]``."""
-    cfg = exp.cfg
-    epochs = cfg.local_epochs if phase is None else phase.epochs
-    steps = cfg.local_steps if phase is None else phase.steps
-    idx = exp.client_indices[client]
-    n = len(idx)
-    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
-                                + ([index] if index else []))
-    need = None if epochs else steps * cfg.batch_size
-    if need is not None and cfg.data_sampling == "wr":     # Qb uniform draws (002 eq. 9)
-        return idx, rng.integers(n, size=need)
-    passes = epochs or -(-need // n)
-    return idx, np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]
-
-
-def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):
-    """Client ``client``'s training examples of round ``rnd`` for local phase ``index``
-    (``phase``: its steps or epochs; default the config's ``local_steps`` /
-    ``local_epochs``), in the order it uses them: permutations of its examples drawn from
-    (seed, round, client) (and the phase index after the first), one after another, as many
-    as the epochs ask (batched by the backend, the last batch may be short) or the first
-    ``steps * batch_size`` of enough of them (full batches only); with ``data_sampling =
-    "wr"``, ``steps * batch_size`` independent uniform draws from the same generator.
-    Returned as arrays (x, y); both backends batch these same arrays."""
-    ids, order = client_example_order(exp, client, rnd, phase, index)
-    x = exp.data.x_train[ids[order]].astype(input_dtype(exp.data).as_numpy_dtype)
-    return x, exp.data.y_train[ids[order]].astype(np.int32)    # int8 targets of a text view
-
-
-def phase_examples(exp: Experiment, client: int, rnd: int, phase, index: int, once=None):
-    """What the backends get of a phase: :func:`client_examples`, or for a phase of epochs
-    or on features computed once (``Phase.on_features``) (x, y, order): the client's
-    examples once and the training order as positions into them (``backends.expand``), so
-    the fast backend holds each client's examples once whatever the epochs, and once for
-    all such phases of a round: ``once``, the (x, y) an earlier phase of the client got in
-    this round, is shared rather than copied (the ids are the client's, the same in every
-    phase)."""
-    if not (phase.on_features or phase.epochs):
-        return client_examples(exp, client, rnd, phase, index)
-    ids, order = client_example_order(exp, client, rnd, phase, index)
-    if once is None:
-        once = (exp.data.x_train[ids].astype(input_dtype(exp.data).as_numpy_dtype),
-                exp.data.y_train[ids].astype(np.int32))
-    return once[0], once[1], order.astype(np.int64)
-
-
-def method_key(method: str) -> int:
-    """A stable number per method name: its random streams do not depend on where it sits
-    in the config's method list."""
-    return zlib.crc32(method.encode())
-
-
-def plan_version(cfg, method: str) -> int:
-    """The method's plan version (``Method.plan_version``): results and checkpoints made
-    with an older plan count as stale."""
-    return METHODS[method].plan_version(cfg)
-
-
-def run_fingerprint(cfg, method: str) -> str:
-    """What a checkpoint (or a finished results folder, for the harness) must match: every
-    config key that changes the computation (not where results or data are, whether data may
-    be downloaded, how often to checkpoint, or the device and chunk size)."""
-    keys = dataclasses.asdict(cfg)
-    for k in PLACEMENT_KEYS + ("reference", "name", "methods"):
-        keys.pop(k, None)
-    # keys at their default value are left out, so that a key added to the config later
-    # (with a default that keeps the old behaviour) does not orphan earlier results
-    defaults = dataclasses.asdict(type(cfg)())
-    keys = {k: v for k, v in keys.items() if v != defaults.get(k)}
-    # ... and so are keys spelled out at the value the method reads them as when unset
-    for k, v in METHODS[method].implied_config(cfg).items():
-        if keys.get(k) == v:
-            del keys[k]
-    version = plan_version(cfg, method)
-    if version:
-        keys["plan_version"] = version
-    return hashlib.sha256(json.dumps([method, keys, DATA_ORDER_VERSION, RELEASE_VERSION],
-                                     sort_keys=True,
-                                     default=str).encode()).hexdigest()[:16]
 
 
 def run_method(exp: Experiment, method: str, progress: bool = True,

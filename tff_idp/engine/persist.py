@@ -17,7 +17,8 @@ from ..atomic import FolderLock, atomic_savefig, regular_file
 from ..results import RunFolder, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT, ROWS
-from .loop import HEARTBEAT, run_fingerprint, run_method
+from .fingerprint import run_fingerprint
+from .loop import HEARTBEAT, run_method
 
 
 def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:

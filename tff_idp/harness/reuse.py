@@ -4,7 +4,7 @@ folder under the same results root is copied from there instead of trained again
 GDPFed's tables hold Table II's setting as one of their columns (Table IV's 2:2:2, Table
 VI's 1.0x, Table VII's 1.0x): the same config, method and seed, hence the same run. "The
 same" is what decides whether a folder is complete at all: the run fingerprint
-(``engine.loop.run_fingerprint``: every config key that changes the computation, not the
+(``engine.fingerprint.run_fingerprint``: every config key that changes the computation, not the
 table's name or where results go) and a complete, readable folder
 (``engine.persist.complete_run``). The copy carries ``REUSED.json`` naming its source.
 Besides the results root, the repository's archive of finished runs is searched
@@ -30,7 +30,7 @@ def equal_runs(units: List[Unit], roots: List[Path]) -> Dict[str, Path]:
     """{unit label: a complete folder under one of ``roots`` (searched in order) made with the
     unit's fingerprint, an original rather than a copy} for the units that have no folder of
     their own (a stale folder is trained again)."""
-    from ..engine.loop import run_fingerprint
+    from ..engine.fingerprint import run_fingerprint
     from ..engine.persist import complete_run
     wanted: Dict[str, List[Unit]] = {}
     for u in units:

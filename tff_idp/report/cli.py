@@ -1,0 +1,114 @@
+"""python -m tff_idp.report TABLE.toml --scale smoke|laptop|paper [--report-dir DIR]
+
+Aggregates a table's results over seeds (mean and sample std), renders the table in the
+paper's shape with our number, the paper's number and the difference in each cell, as
+Markdown (``report.md``) and CSV (``report.csv``, one row per cell x method; ``curves.csv``,
+each run's accuracy per round, from which ``--replot`` redraws the figure), and draws the
+table's figures as PNG: convergence curves (mean test accuracy per round, one line per
+method, one panel per data set) and Problem-1 rates against epsilon_1. ``noise`` and
+``rates`` tables are computed (no training) at the paper's settings. Only complete results
+folders are read (a missing one is first copied from an equal run elsewhere under the
+results root or in the repository's ``runs/archive/``: ``harness.reuse``); missing units are
+listed, never filled in. ``--archive`` copies the complete runs into ``runs/archive/``
+(``harness.archive``). Default output folder: ``<output_dir>/<table>/<scale>/report/``.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from ..config import ConfigError
+from ..harness.table import (expand, load_table, only_datasets, only_methods, require_scale,
+                             unit_complete, with_overrides)
+from .document import report_dir, write_report
+from .figures import plot_convergence
+from .runs import CURVES, cells_from_curves
+
+
+def main(argv=None) -> int:
+    from ..runtime import quiet_tf_logs
+    quiet_tf_logs()                        # before TensorFlow is imported
+    p = argparse.ArgumentParser(prog="python -m tff_idp.report",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("table", help="a table config (TOML with a [table] section)")
+    p.add_argument("--scale", default=None,
+                   help="smoke, laptop or paper: whose results to report (required for a "
+                   "table of trained runs, as for run; computed tables: paper)")
+    p.add_argument("--report-dir", "--out", dest="out", default=None,
+                   help="folder of the report (default <results>/<table>/<scale>/report; "
+                   "the same flag as run's)")
+    p.add_argument("--output-dir", default=None,
+                   help="where the runs' results are (default the table's output_dir)")
+    p.add_argument("--only", default=None, metavar="LABELS",
+                   help="only these data-set labels (comma-separated, e.g. FMNIST)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="the runs made with run's --set (repeatable; --backend and --device "
+                   "are given as --set backend=... here)")
+    p.add_argument("--methods", default=None, metavar="NAMES",
+                   help="only these of the table's methods (comma-separated registry keys)")
+    p.add_argument("--archive", action="store_true",
+                   help="also copy the complete runs into the repository's runs/archive/ "
+                   "(harness.archive), to commit: a fresh clone then regenerates this report "
+                   "and resumes the table from them")
+    p.add_argument("--replot", action="store_true",
+                   help="only redraw convergence.png in the report's folder (the default "
+                   "one or --report-dir) from its curves.csv; the runs' results are not read")
+    args = p.parse_args(argv)
+    from ..runtime import StopRequests, StoppedInStartUp
+    with StopRequests() as stop:
+        try:
+            with stop.immediately():      # a report has nothing to checkpoint: stop at once
+                return _report(args)
+        except StoppedInStartUp:
+            print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}); the "
+                  "report was not written", file=sys.stderr)
+            return stop.exit_status
+
+
+def _report(args) -> int:
+    """``main`` after its arguments: validate, collect, write (and archive)."""
+    try:
+        spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
+        spec = with_overrides(spec, args.overrides)
+        if args.scale is None and spec.kind != "train":    # computed: no scale of runs
+            args.scale = "paper"
+        args.scale = require_scale(args.scale)
+        units = expand(spec, args.scale, args.output_dir)
+        if args.archive:
+            from ..harness.archive import archive_root
+            if archive_root(spec) is None:
+                raise ConfigError(f"--archive: {args.table} is not under a folder named runs/ "
+                                  "(the archive is runs/archive/)")
+        if args.replot:
+            out = report_dir(spec, args.scale, args.output_dir, args.out or None)
+            cells = cells_from_curves(out / CURVES, spec)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.replot:
+        path = plot_convergence(spec, cells, out / "convergence.png", args.scale)
+        if path is None:
+            print(f"error: {out / CURVES} has no curve of {spec.name}", file=sys.stderr)
+            return 1
+        print(path)
+        return 0
+    if spec.kind == "train":                # archived runs stand in for missing folders
+        from ..harness.reuse import reuse_equal_runs
+        from ..harness.runner import pending
+        reuse_equal_runs(spec, args.scale, pending(units), args.output_dir)
+    if spec.kind == "train" and not any(unit_complete(u) for u in units):
+        print(f"error: no run of {spec.name} at scale {args.scale} is complete under "
+              f"{spec.out_root(args.scale, args.output_dir)}; nothing to report (train them: "
+              f"python -m tff_idp.run {args.table} --scale {args.scale})", file=sys.stderr)
+        return 1
+    path = write_report(spec, args.scale, Path(args.out) if args.out else None,
+                        args.output_dir)
+    print(path)
+    if args.archive:
+        from ..harness.archive import archive_root, archive_runs
+        written = archive_runs(spec, args.scale, units, args.output_dir)
+        print(f"archived {len(written)} run(s) in {archive_root(spec) / spec.name}",
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,158 @@
+"""A table's report written into its folder: report.md, report.csv, curves.csv and the
+figures, from the complete runs (``tables``, ``figures``, ``runs``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ..harness import bounds as bounds_mod
+from ..harness.table import TableSpec, expand
+from .figures import plot_convergence, plot_rates
+from .runs import AVERAGED, CLIENT, CURVES, write_csv, collect, curve_rows
+from .tables import (markdown, second_metric_table, audit_rows, bounds_caption, bounds_table,
+                     cost_lines, noise_table, observer_rows, rates_sweep, train_table)
+
+
+def report_dir(spec: TableSpec, scale: str, output_dir: Optional[str] = None,
+               out: Optional[Path] = None) -> Path:
+    """``out``, or the table's own report folder: <results>/<table>/<scale>/report."""
+    return Path(out) if out is not None else spec.out_root(scale, output_dir) / "report"
+
+
+def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
+                 output_dir: Optional[str] = None) -> Path:
+    """The report of ``spec`` at ``scale`` from the results under ``output_dir`` (default the
+    table's own), written to ``out`` (default <results>/<table>/<scale>/report)."""
+    out = report_dir(spec, scale, output_dir, out)
+    out.mkdir(parents=True, exist_ok=True)
+    md = [f"# {spec.title}", "", f"Source: {spec.source}. Config: `{spec.path}`."]
+    changed = spec.computing_overrides()
+    if changed:
+        md += ["", "**Changed from the table as written**, in every run: " +
+               ", ".join(f"`--set {item}`" for item in changed) + "."]
+    if spec.notes:
+        md += ["", spec.notes]
+    figures = []
+    if spec.kind == "train":
+        units = expand(spec, scale, output_dir)
+        cells = collect(units)
+        compare = scale != "smoke"
+        text, rows_csv = train_table(spec, cells, compare)
+        missing = [m for c in cells.values() for m in c["missing"]]
+        notes = sorted({n for c in cells.values() for n in c["notes"]})
+        has_paper = any(spec.reference.values())
+        md += ["", f"Scale `{scale}`: {len(units) - len(missing)} of {len(units)} runs "
+               "complete. Each cell: ours (mean ± std over seeds)" +
+               ("; this table has no paper numbers (no [reference])" if not has_paper else
+                " / paper (ours - paper)" if compare else
+                "; the paper's numbers are left out at smoke scale (two rounds, mostly on "
+                "stand-in data: a check of the wiring, not a reproduction)") +
+               "; test accuracy in %.", ""]
+        if notes:
+            md += ["**Data:** " + "; ".join(notes) + ". Numbers on stand-in data check the "
+                   "wiring only; they are not comparable with the paper's.", ""]
+        uncovered = sorted({n for c in cells.values() for n in c["not_covered"]})
+        if uncovered:
+            md += ["**Privacy:** cells marked † report runs whose privacy ledger does not "
+                   "bound everything the server sees: " + "; ".join(uncovered) + ".", ""]
+        md += [text, ""]
+        if missing:
+            md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
+                   (" ..." if len(missing) > 20 else ""), ""]
+        unreadable = [w for c in cells.values() for w in c["unreadable"]]
+        if unreadable:
+            md += [f"Unreadable runs ({len(unreadable)}, counted as missing): " +
+                   "; ".join(f"unreadable: {w}" for w in unreadable), ""]
+        md += second_metric_table(
+            spec, cells, "averaged", "The averaged model",
+            "Test accuracy (%) at the last round of the model whose private part is the mean "
+            f"of every client's, on the whole test set (metrics.csv: `{AVERAGED}`), beside "
+            "the personalised accuracy above.")
+        md += second_metric_table(
+            spec, cells, "client", "The global model on each client's classes",
+            "Test accuracy (%) at the last round of the methods' one model on each client's "
+            "own test examples (those of the classes it trains on), mean over clients "
+            f"(metrics.csv: `{CLIENT}`): like for like with a personalised accuracy above.")
+        if spec.claims:
+            from ..harness import claims as claims_mod
+            checked = claims_mod.check(spec.claims, cells)
+            md += ["## The paper's claims, checked", "",
+                   "Each claim an ordering of cells, in the order it names them; gap: the "
+                   "difference of consecutive cells' means in the claim's direction (positive: "
+                   "as claimed), with twice its standard error over the seeds (seed by seed "
+                   "where both cells ran the same seeds: a seed draws the same check-ins, "
+                   "noise and data order). Verdict: holds "
+                   "(every gap above 2 SE), holds on the means within the seed noise, reversed "
+                   "on the means within the seed noise, does not hold (a gap below -2 SE), "
+                   "not run (`tff_idp/harness/claims.py`).", "",
+                   markdown(["Claim", "Paper", "Ours", "Gap", "Verdict"],
+                             [list(r.values()) for r in checked]), ""]
+            write_csv(out / "claims.csv", checked)
+        privacy = observer_rows(cells)
+        if privacy:
+            md += ["## Privacy, by observer", "",
+                   "Epsilon per privacy group at the run's delta, the largest over the seeds. "
+                   "Model viewers: add/remove (or replace) one client, amplified by the "
+                   "sampling of clients, which is secret from them; the budgets are checked "
+                   "against this one. Server: the largest client's composition of its "
+                   "participations' Gaussian releases, without amplification (the server "
+                   "draws the cohort), under secure aggregation of client-drawn noise.", "",
+                   markdown(list(privacy[0]), [list(r.values()) for r in privacy]), ""]
+        audits = audit_rows(cells)
+        if audits:
+            first = next(a for c in cells.values() for _, a in c["audits"])
+            md += ["## Canary audit", "",
+                   "Per audited run: the ledger's epsilon of the audited group (model viewers, "
+                   f"delta {first['delta']:.3g}) beside Andrew et al.'s one-shot estimate (an "
+                   "estimate, not a bound; its 90% bootstrap interval where recorded) and "
+                   "Steinke et al.'s lower bound at "
+                   f"{first['confidence']:.0%} confidence family-wise (a union bound over the "
+                   "guess counts tried where recorded; max: the largest bound this many "
+                   "canaries can give), with the guesses it rests on, for "
+                   "who sees only the final model and who sees every round's model. A lower "
+                   "bound above the ledger's epsilon would mean the mechanism leaks more than "
+                   "it claims; where the max is not above it the audit cannot detect a leak "
+                   "(verdict 'cannot detect'). Runs audited before the union bound (no max "
+                   "recorded) state the best of five counts each at 95%, about 75% "
+                   "family-wise. Canaries are not in the accuracy; their runs are not the "
+                   "plain table's (docs/audit.md).", "",
+                   markdown(list(audits[0]), [list(r.values()) for r in audits]), ""]
+        md += ["## Cost", ""] + cost_lines(spec, cells, scale)
+        write_csv(out / CURVES, curve_rows(cells))
+        if "convergence" in spec.figures:
+            p = plot_convergence(spec, cells, out / "convergence.png", scale)
+            if p:
+                figures.append(p)
+    elif spec.kind == "noise":
+        text, rows_csv = noise_table(spec)
+        md += ["", "Computed at the paper's settings (no training; `--scale` does not apply). "
+               "Each cell: our sigma_m^2 per group / Lambda, then the paper's printed numbers.",
+               "", text]
+    elif spec.kind == "bounds":
+        rows_csv = []
+        md += ["", "Computed from the paper's closed forms (no training; `--scale` does not "
+               "apply). Every value not in the paper is in the config file.", ""]
+        for ds in spec.datasets:
+            rows = bounds_mod.compute(spec.bounds, spec.cell_values(ds, None))
+            caption = f"{spec.source}. " + bounds_caption(spec)
+            paths = bounds_mod.write(spec.bounds, rows, out / ds, spec.title, caption)
+            figures.append(paths[1])
+            rows_csv += [{"dataset": ds, **r} for r in rows]
+            md += [f"### {ds}", "", bounds_table(spec.bounds, rows), ""]
+    else:
+        sweep = rates_sweep(spec)
+        rows_csv = []
+        md += ["", "Problem-1 rates (%) computed at the paper's settings (no training).", ""]
+        for ds, (eps, rates) in sweep.items():
+            head = ["epsilon_1"] + [f"q_{g + 1} %" for g in range(rates.shape[1])]
+            body = [[f"{e:g}"] + [f"{100 * q:.2f}" for q in r] for e, r in zip(eps, rates)]
+            md += [f"### {ds}", "", markdown(head, body), ""]
+            for e, r in zip(eps, rates):
+                rows_csv.append({"dataset": ds, "epsilon_1": e,
+                                 **{f"q{g + 1}_%": round(100 * q, 4) for g, q in enumerate(r)}})
+        figures.append(plot_rates(spec, sweep, out / "rates.png"))
+    for f in figures:             # every figure is written under out
+        md += ["", f"![{f.stem}]({f.relative_to(out)})"]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    write_csv(out / "report.csv", rows_csv)
+    return out / "report.md"
