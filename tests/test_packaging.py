@@ -193,3 +193,30 @@ def test_architecture_page_names_every_module():
     missing = [m for m in modules if f"`{m}`" not in table]
     assert len(modules) > 70
     assert not missing, f"not in docs/architecture.md's module table: {missing}"
+
+
+def _parameters(fn) -> int:
+    """A function's parameters, ``self`` / ``cls`` of a method not counted."""
+    a = fn.args
+    names = [p.arg for p in a.posonlyargs + a.args]
+    count = len(names) + len(a.kwonlyargs) + (a.vararg is not None) + (a.kwarg is not None)
+    return count - (1 if names and names[0] in ("self", "cls") else 0)
+
+
+def test_no_function_over_8_parameters_and_no_module_over_600_lines():
+    """Issue 58's acceptance: what a function needs travels in objects (RunState, LocalTraining,
+    CohortData, ClientExamples, PFAProjection, ...), not in long parameter lists; no module
+    under tff_idp/ grows past 600 lines."""
+    import ast
+    long_lists, long_modules = [], []
+    for path in sorted((ROOT / "tff_idp").rglob("*.py")):
+        text = path.read_text()
+        name = str(path.relative_to(ROOT))
+        if text.count("\n") > 600:
+            long_modules.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    _parameters(node) > 8:
+                long_lists.append(f"{name}:{node.lineno} {node.name} ({_parameters(node)})")
+    assert not long_lists, long_lists
+    assert not long_modules, long_modules

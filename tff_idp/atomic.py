@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from .errors import ConfigError
+
 HOST = socket.gethostname().replace("-", "_")
 
 
@@ -245,3 +247,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def check_writable_dir(key: str, path: str) -> None:
+    """The folder ``path`` can be created (or is there) and written: its nearest existing
+    ancestor must be a writable directory."""
+    why = folder_conflict(Path(path))
+    if why:
+        raise ConfigError(f"{key}={path!r}: {why}")
+    p = Path(path).absolute()
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{key}={path!r}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}={path!r}: {probe} is not writable")

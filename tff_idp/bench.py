@@ -85,7 +85,8 @@ def _bad_argument(args):
             return f"--{key.replace('_', '-')}={value}: must be >= 1"
     if args.warmup < 0:
         return f"--warmup={args.warmup}: must be >= 0"
-    from .config import ConfigError, check_writable_dir
+    from .atomic import check_writable_dir
+    from .config import ConfigError
     try:                                # where the JSON goes, before minutes of work
         check_writable_dir("--out", str(Path(args.out).parent))
     except ConfigError as e:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .audit.bounds import MAX_CANARIES
-from .errors import ConfigError  # noqa: F401 (raised here; importers take it from here)
+from .atomic import check_writable_dir
+from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
 from .methods import METHODS
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS
@@ -516,27 +517,6 @@ def _unknown_key(key: str, value) -> None:
           " (python -m tff_idp.run --help lists every key)")
 
 
-def did_you_mean(word: str, choices) -> str:
-    """"; did you mean 'x'?" for ``word`` spelled as a registry writes it (lower case, '_'
-    for '-' and ' ', '_plus' for '+': gdpfed+ -> gdpfed_plus), or for a choice that holds
-    all its letters in order (fmnist -> fashion_mnist), or the closest by difflib's ratio;
-    "" when none is near."""
-    import difflib
-    choices = sorted(choices)
-    norm = str(word).lower().replace("+", "_plus").replace("-", "_").replace(" ", "_")
-    if norm in choices and norm != word:
-        close = [norm]
-    else:
-        def holds(choice):                     # every letter of word, in order
-            it = iter(choice)
-            return all(ch in it for ch in norm.replace("_", ""))
-        close = [c for c in choices if len(norm) >= 3 and holds(c) and c != word][:2] or \
-            difflib.get_close_matches(norm, choices, n=2, cutoff=0.6)
-    if not close:
-        return ""
-    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
-
-
 def check_config_path(path: str) -> None:
     """One-line ConfigError unless ``path`` is a regular file (a FIFO would block the read,
     a directory cannot be read)."""
@@ -547,23 +527,6 @@ def check_config_path(path: str) -> None:
         _fail("config", str(path), "is not a regular file")
     if not p.is_file():
         _fail("config", str(path), "no such file")
-
-
-def check_writable_dir(key: str, path: str) -> None:
-    """The folder ``path`` can be created (or is there) and written: its nearest existing
-    ancestor must be a writable directory."""
-    from .atomic import folder_conflict
-    why = folder_conflict(Path(path))
-    if why:
-        _fail(key, path, why)
-    p = Path(path).absolute()
-    probe = p
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        _fail(key, path, f"{probe} is a file, not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        _fail(key, path, f"{probe} is not writable")
 
 
 def read_toml(path: str) -> dict:

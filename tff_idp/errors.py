@@ -14,3 +14,24 @@ class UnsupportedByBackend(ValueError):
 class RoundInterrupted(Exception):
     """A stop request reached a round between two chunks of clients: the round is dropped
     (nothing of it was applied) and the run stops at the checkpoint of the round before."""
+
+
+def did_you_mean(word: str, choices) -> str:
+    """"; did you mean 'x'?" for ``word`` spelled as a registry writes it (lower case, '_'
+    for '-' and ' ', '_plus' for '+': gdpfed+ -> gdpfed_plus), or for a choice that holds
+    all its letters in order (fmnist -> fashion_mnist), or the closest by difflib's ratio;
+    "" when none is near."""
+    import difflib
+    choices = sorted(choices)
+    norm = str(word).lower().replace("+", "_plus").replace("-", "_").replace(" ", "_")
+    if norm in choices and norm != word:
+        close = [norm]
+    else:
+        def holds(choice):                     # every letter of word, in order
+            it = iter(choice)
+            return all(ch in it for ch in norm.replace("_", ""))
+        close = [c for c in choices if len(norm) >= 3 and holds(c) and c != word][:2] or \
+            difflib.get_close_matches(norm, choices, n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

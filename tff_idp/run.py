@@ -28,7 +28,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .atomic import FolderLocked, is_out_of_space, out_of_space_line
+from .atomic import FolderLocked, check_writable_dir, is_out_of_space, out_of_space_line
 from .errors import ConfigError, UnsupportedByBackend
 from .runtime import StoppedInStartUp
 
@@ -336,7 +336,7 @@ def _run_table(args, stop) -> int:
             spec = only_seeds(spec, args.seeds)
             if args.output_dir is not None:
                 from . import config
-                config.check_writable_dir("--output-dir", args.output_dir)
+                check_writable_dir("--output-dir", args.output_dir)
             units = expand(spec, args.scale, args.output_dir)   # every cell validated first
             from .runtime import one_thread_per_op_for_lanes
             one_thread_per_op_for_lanes([u.cfg for u in units])   # before TF's runtime starts

@@ -7,7 +7,7 @@ import pytest
 from tff_idp.runtime import import_tff
 
 tff = import_tff()
-from tff_idp.aggregators import PFAFactory, principal_directions  # noqa: E402
+from tff_idp.aggregators import PFAFactory, PFAProjection, principal_directions  # noqa: E402
 
 
 def test_principal_direction_of_a_known_subspace():
@@ -82,7 +82,7 @@ def test_a_shared_update_survives_the_projection(projection):
     g = [rng.normal(size=n) for n in sizes]
     noisy = lambda k: [[x + 0.01 * rng.normal(size=x.shape) for x in g] for _ in range(k)]
     factory = PFAFactory([1e6] * 3, [0.0] * 3, [6, 1, 8], weights=[1.0, 0.0, 0.0],
-                         projection=projection)
+                         pfa=PFAProjection(projection=projection))
     proc = factory.create(_value_type(sizes))
     clients = _clients(noisy(6), 0, 0) + _clients(noisy(8), 2, 100)
     out = proc.next(proc.initialize(), clients).result
@@ -106,7 +106,7 @@ def test_per_layer_keeps_a_direction_per_tensor_and_global_keeps_one():
     result = {}
     for projection in ("per-layer", "global"):
         factory = PFAFactory([1e6] * 3, [0.0] * 3, [1, 1, 10], weights=[1.0, 0.0, 0.0],
-                             projection=projection)
+                             pfa=PFAProjection(projection=projection))
         proc = factory.create(_value_type((50, 30)))
         out = proc.next(proc.initialize(), _clients([target], 0, 0) +
                         _clients(public, 2, 100)).result
@@ -130,7 +130,7 @@ def test_public_clients_noise(public_noise, variance):
                          ("group", tff.TensorType(np.float32, [3])),
                          ("seed", tff.TensorType(np.int32, [2])), ("slot", tff.TensorType(np.int32))])
     proc = PFAFactory([1.0] * 3, [0.0, 0.0, 1.0], [1, 1, 4], weights=[0.0, 0.0, 1.0],
-                      public_noise=public_noise).create(vt)
+                      pfa=PFAProjection(public_noise=public_noise)).create(vt)
     clients = [_client(np.zeros(d), 2, j, 10 + j) for j in range(4)]
     noise = proc.next(proc.initialize(), clients).result[0]
     assert noise.var() == pytest.approx(variance, rel=0.05)
@@ -138,6 +138,7 @@ def test_public_clients_noise(public_noise, variance):
 
 def test_rejects_same_public_and_projected_group():
     with pytest.raises(ValueError):
-        PFAFactory([1.0] * 3, [1.0] * 3, [1, 1, 1], public_group=0, projected_group=0)
+        PFAFactory([1.0] * 3, [1.0] * 3, [1, 1, 1],
+                   pfa=PFAProjection(public_group=0, projected_group=0))
     with pytest.raises(ValueError, match="projection='rows'"):
-        PFAFactory([1.0] * 3, [1.0] * 3, [1, 1, 1], projection="rows")
+        PFAFactory([1.0] * 3, [1.0] * 3, [1, 1, 1], pfa=PFAProjection(projection="rows"))

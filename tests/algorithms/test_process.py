@@ -10,6 +10,7 @@ from tff_idp.runtime import import_tff
 
 tff = import_tff()
 from tff_idp.aggregators import GroupGaussianFactory  # noqa: E402
+from tff_idp.algorithms.client_work import LocalTraining  # noqa: E402
 from tff_idp.algorithms.process import build_group_dp_process  # noqa: E402
 
 
@@ -51,9 +52,9 @@ def test_one_round_matches_eager_reference(optimizer, momentum):
             for _ in range(3)]
     spec = (tf.TensorSpec([2, 4], tf.float32), tf.TensorSpec([2], tf.int32))
     factory = GroupGaussianFactory([math.inf], [0.0], [3.0], weights=[1.0])
-    proc = build_group_dp_process(model_fn, w0, factory, spec, 1, local_lr=0.1, lr_decay=0.9,
-                                  momentum=momentum, local_steps=3, client_optimizer=optimizer,
-                                  server_lr=1.0)
+    training = LocalTraining(local_lr=0.1, lr_decay=0.9, momentum=momentum, local_steps=3,
+                             optimizer=optimizer, server_lr=1.0)
+    proc = build_group_dp_process(model_fn, w0, factory, spec, 1, training)
     state = proc.initialize()
     datasets = [tf.data.Dataset.from_tensor_slices(d).repeat().batch(2, drop_remainder=True)
                 for d in data]

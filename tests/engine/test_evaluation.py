@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from tff_idp import models
-from tff_idp.engine.evaluation import PersonalEvaluation, client_test_sets, evaluate
+from tff_idp.engine.evaluation import (ClientExamples, PersonalEvaluation, client_test_sets,
+                                     evaluate)
 from tff_idp.engine.personal_state import PersonalStore
 from tff_idp.models.split import split_model
 
@@ -30,7 +31,7 @@ def test_features_once_equals_each_clients_full_model(model_name, spec):
     x = rng.normal(size=(60, 16)).astype(np.float32)
     y = rng.integers(0, 4, 60)
     sets = [np.flatnonzero(y == c % 4) for c in range(5)]
-    got = PersonalEvaluation(model, split, x, y, sets)(w, store)
+    got = PersonalEvaluation(model, split, ClientExamples(x, y, sets))(w, store)
     expect = []
     for c, ids in enumerate(sets):
         own = list(w)
@@ -43,7 +44,8 @@ def test_features_once_equals_each_clients_full_model(model_name, spec):
     assert got["personal_test_accuracy_std"] == pytest.approx(np.std([a for _, a in expect]))
     assert got["personal_test_clients"] == 5
     if split.head:    # the generic path agrees too
-        generic = PersonalEvaluation(model, split, x, y, sets, shortcut=False)
+        generic = PersonalEvaluation(model, split, ClientExamples(x, y, sets),
+                                     shortcut=False)
         assert generic.readout is None
         assert generic(w, store)["personal_test_accuracy"] == got["personal_test_accuracy"]
 
@@ -62,9 +64,11 @@ def test_read_out_fine_tuning_on_features_equals_training_the_head_of_the_full_m
     y = rng.integers(0, 4, 90).astype(np.int32)
     sets = [np.arange(0, 25), np.arange(25, 60), np.arange(60, 90)]
     trainer = ClientTrainer("sgd", 0.9, 1e-3)
-    tune = ReadoutFineTune(CohortModel(model), trainer, epochs=2, lr=0.05, lr_decay=1.0,
-                           batch_size=8, train_sets=sets, x_train=x, y_train=y, seed=5)
-    evaluation = PersonalEvaluation(model, split_model(model, "none"), x, y, sets)
+    tune = ReadoutFineTune(CohortModel(model), trainer,
+                           ReadoutFineTune.Schedule(epochs=2, lr=0.05, lr_decay=1.0,
+                                                    batch_size=8, seed=5),
+                           ClientExamples(x, y, sets))
+    evaluation = PersonalEvaluation(model, split_model(model, "none"), ClientExamples(x, y, sets))
     readout = CohortModel(model).readout_tensors
     heads = {i: np.repeat(w[i][None], 3, axis=0) for i in readout}
     got = tune(4, evaluation._features, w, heads, [0, 1, 2])

@@ -14,6 +14,7 @@ from tff_idp.runtime import import_tff
 
 tff = import_tff()
 from tff_idp import learning  # noqa: E402
+from tff_idp.algorithms.client_work import LocalTraining  # noqa: E402
 from tff_idp.algorithms.process import build_group_dp_process  # noqa: E402
 
 D_IN, D_OUT, LR, DECAY = 6, 3, 0.1, 0.9
@@ -56,8 +57,9 @@ def test_matches_the_suites_tff_process_to_1e5():
     state = process.set_model_weights(process.initialize(),
                                       tff.learning.models.ModelWeights(w0, []))
     suite = build_group_dp_process(_keras, w0, plan.aggregation_factory(7),
-                                   (SPEC["x"], SPEC["y"]), num_groups=3, local_lr=LR,
-                                   lr_decay=DECAY, local_steps=None)
+                                   (SPEC["x"], SPEC["y"]), num_groups=3,
+                                   training=LocalTraining(local_lr=LR, lr_decay=DECAY,
+                                                          local_steps=None))
     suite_state = suite.initialize()
     for rnd in range(3):
         cohort = _cohort(rnd)

@@ -4,13 +4,13 @@ rows); the factory needs each client's ``slot``, its row among the round's publi
 """
 from __future__ import annotations
 
-from ..queries.pfa import PFAQuery, principal_directions  # noqa: F401 (re-export)
+from ..queries.pfa import PFAProjection, PFAQuery, principal_directions  # noqa: F401
 from .group_gaussian import GroupGaussianFactory
 
 
 class PFAFactory(GroupGaussianFactory):
     """:class:`GroupGaussianFactory` on :class:`~tff_idp.queries.pfa.PFAQuery` (same
-    arguments)."""
+    arguments: what is projected is a :class:`PFAProjection`)."""
 
     QUERY = PFAQuery
 

@@ -111,6 +111,40 @@ class PhaseSpec(NamedTuple):
 ALL = PhaseSpec()
 
 
+@dataclasses.dataclass(frozen=True)
+class LocalTraining:
+    """How the sampled clients train and the server steps, every round. ``local_steps`` of
+    mini-batch SGD (heavy-ball ``momentum``; GDPFed Sec. VI-A) or Adam (``optimizer="adam"``,
+    paper 004: beta = (0.9, 0.999), eps = 1e-7, fresh moments every round); None: the whole
+    client dataset (the runner makes it finite, e.g. E epochs). Learning rate in round t:
+    ``local_lr * lr_decay ** t``; ``weight_decay`` adds (wd / 2) ||w||^2 to the loss; the
+    server sets theta^{t+1} = theta^t + ``server_lr`` * aggregate."""
+    local_lr: float = 0.1
+    lr_decay: float = 0.99
+    momentum: float = 0.0
+    local_steps: Optional[int] = 5
+    optimizer: str = "sgd"
+    weight_decay: float = 0.0
+    server_lr: float = 1.0
+
+    @classmethod
+    def of_config(cls, cfg) -> "LocalTraining":
+        """A run config's local training (``local_epochs`` set: the whole client dataset)."""
+        return cls(cfg.local_lr, cfg.lr_decay, cfg.momentum,
+                   None if cfg.local_epochs else cfg.local_steps, cfg.client_optimizer,
+                   cfg.weight_decay, cfg.server_lr)
+
+
+class CohortData(NamedTuple):
+    """A local phase's examples for K clients: ``xs``, ``ys`` [K, steps, batch, ...], or with
+    ``order`` [K, steps, batch] (positions) each client's rows [K, n, ...] that the batches
+    gather; ``ws`` [K, steps, batch] 1/0 example weights (None: every example real)."""
+    xs: object
+    ys: object
+    ws: object = None
+    order: object = None
+
+
 class ClientTrainer:
     """Local training; ``train_phases`` reads tf.data datasets (the TFF process),
     ``train_on_batches_phases`` stacked [steps, batch, ...] tensors (the fast runner's client
@@ -301,44 +335,44 @@ class ClientTrainer:
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
         for phase in phases:
             xs, ys, ws, spec, order, on_features = (tuple(phase) + (None, False))[:6]
+            data = CohortData(xs, ys, ws, order)
             if on_features:                      # on features computed once
                 params, phase_loss, phase_count = self._readout_steps(
-                    cohort_model, params, start, xs, ys, ws, order, lr, spec, readout)
+                    cohort_model, params, start, data, lr, spec, readout)
             else:
                 params, phase_loss, phase_count = self._cohort_steps(
-                    cohort_model.apply, params, start, xs, ys, ws, lr, spec, order)
+                    cohort_model.apply, params, start, data, lr, spec)
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return params, loss_sum / tf.maximum(count, 1.0)
 
-    def _readout_steps(self, cohort_model, params, start, xs, ys, ws, order, lr, spec,
-                       readout):
+    def _readout_steps(self, cohort_model, params, start, data, lr, spec, readout):
         """A phase that trains the read-out alone, on each client's features computed once
         (with the forward pass's masks under sparsified training): the read-out's tensors go
         through :meth:`_cohort_steps` with the features as inputs, batches gathered by
         ``order``."""
         masks = self._forward_masks(params, start, batched=True)
         body = params if masks is None else sparse_training.apply_masks(params, masks)
-        feats = cohort_model.features(body, xs)                        # [K, n, f]
+        feats = cohort_model.features(body, data.xs)                   # [K, n, f]
         head = [params[i] for i in readout]
         head_spec = spec._replace(
             trainable=None if spec.trainable is None else [spec.trainable[i] for i in readout])
         if spec.penalize or spec.proximal:
             raise ValueError("a read-out phase has no penalty terms")
         trained, loss_sum, count = self._cohort_steps(
-            cohort_model.apply_readout, head, [start[i] for i in readout], feats, ys, ws, lr,
-            head_spec, order, sparsify=False)
+            cohort_model.apply_readout, head, [start[i] for i in readout],
+            data._replace(xs=feats), lr, head_spec, sparsify=False)
         params = list(params)
         for i, t in zip(readout, trained):
             params[i] = t
         return params, loss_sum, count
 
-    def _cohort_steps(self, apply, params, start, xs, ys, ws, lr, spec, order=None,
-                      sparsify=True):
-        """The steps of one phase for K clients (:meth:`train_cohort`) with fresh optimizer
-        slots and step count; ``apply(params, x)`` gives the logits. ``order`` [K, steps,
-        batch]: batches are ``xs`` rows gathered by it (features computed once; the read-out
-        is not sparsified: ``sparsify=False``). Returns (params, loss sum [K], steps taken
-        [K])."""
+    def _cohort_steps(self, apply, params, start, data, lr, spec, sparsify=True):
+        """The steps of one phase for K clients (:meth:`train_cohort`) on ``data``
+        (:class:`CohortData`) with fresh optimizer slots and step count; ``apply(params, x)``
+        gives the logits. With ``data.order`` the batches are ``data.xs`` rows gathered by it
+        (features computed once; the read-out is not sparsified: ``sparsify=False``).
+        Returns (params, loss sum [K], steps taken [K])."""
+        xs, ys, ws, order = data
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
         slots = [self.zero_slots(p) for p in params]

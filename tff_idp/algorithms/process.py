@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
-from .client_work import ClientProgram, ClientTrainer
+from .client_work import ClientProgram, ClientTrainer, LocalTraining
 from .round_parts import Phase, client_output, server_update
 
 tff = import_tff()
@@ -42,17 +42,11 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            aggregation_factory,
                            element_spec,
                            num_groups: int,
-                           local_lr: float = 0.1, lr_decay: float = 0.99,
-                           momentum: float = 0.0, local_steps: Optional[int] = 5,
-                           client_optimizer: str = "sgd", server_lr: float = 1.0,
+                           training: LocalTraining = LocalTraining(),
                            program: Optional[ClientProgram] = None,
-                           weight_decay: float = 0.0, client_diagnostics: bool = False):
-    """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets.
-
-    ``local_steps=None`` trains on the whole client dataset (the runner makes it finite, e.g.
-    E epochs). ``client_optimizer``: "sgd" (heavy-ball momentum; GDPFed) or "adam" (paper
-    004: Adam, beta = (0.9, 0.999), eps = 1e-7, fresh moments every round).
-    ``server_lr`` scales the aggregate: theta^{t+1} = theta^t + server_lr * aggregate.
+                           client_diagnostics: bool = False):
+    """Build the process. ``element_spec`` is the (x, y) batch spec of client datasets;
+    ``training`` (:class:`LocalTraining`) how clients train and the server steps.
     ``client_diagnostics``: also return the cohort's mean train loss, which the clients send
     un-noised (``metrics.train_loss``): a simulation diagnostic a private deployment must not
     send (``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``); the factory's own switch of
@@ -63,7 +57,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     if program is None:                      # FedAvg's client work on the whole model
         from ..models.split import ParameterSplit
         program = ClientProgram(
-            [Phase("all", local_steps, None if local_steps else 1)],
+            [Phase("all", training.local_steps, None if training.local_steps else 1)],
             ParameterSplit("none", (None,) * len(weights_np),
                            tuple(w.shape for w in weights_np)),
             client_output, server_update)
@@ -104,10 +98,11 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(np.int32)
     def round_lr(round_num):
-        return tf.constant(local_lr, tf.float32) * tf.pow(
-            tf.constant(lr_decay, tf.float32), tf.cast(round_num, tf.float32))
+        return tf.constant(training.local_lr, tf.float32) * tf.pow(
+            tf.constant(training.lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    trainer = ClientTrainer(client_optimizer, momentum, weight_decay, program.reparam)
+    trainer = ClientTrainer(training.optimizer, training.momentum, training.weight_decay,
+                            program.reparam)
 
     def work(model, weights, data, lr, kept):
         """Start (shared from the server, personal from the client), phases, output (and,
@@ -142,7 +137,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):
-        return (program.server_update(list(weights), list(update), server_lr, masks),
+        return (program.server_update(list(weights), list(update), training.server_lr, masks),
                 round_num + 1)
 
     state_type = init_fn.type_signature.result

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import ClientTrainer, padded_order, padded_rows
+from ..algorithms.client_work import ClientTrainer, LocalTraining, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
@@ -51,10 +51,8 @@ class TFFBackend:
         self.batch_size, self.program = cfg.batch_size, program
         self.diagnostics = client_diagnostics(cfg, plan)
         self.process = build_group_dp_process(
-            model_fn, w0, factory, element_spec, plan.num_aggregation_groups, cfg.local_lr,
-            cfg.lr_decay, cfg.momentum, None if cfg.local_epochs else cfg.local_steps,
-            cfg.client_optimizer, cfg.server_lr, program, cfg.weight_decay,
-            client_diagnostics=bool(self.diagnostics))
+            model_fn, w0, factory, element_spec, plan.num_aggregation_groups,
+            LocalTraining.of_config(cfg), program, client_diagnostics=bool(self.diagnostics))
         self.state = self.process.initialize()
         self.adaptive = bool(plan.adaptive_clip)   # a fixed clip is not reported (as fast)
 
@@ -169,12 +167,14 @@ class FastBackend:
                           tf.reduce_sum(bit)])
         return sums, extra, stats
 
-    def _chunk_sums(self, weights, state, data, groups, seeds, slots, counts, lr, personal):
+    def _chunk_sums(self, weights, state, data, tags, counts, lr, personal):
         """Per-group sums of the noised, clipped outputs of a chunk of clients, the sum of
         their extra contributions (PFA's public rows), summed statistics and the clients'
-        new personal rows. ``data`` = per phase (xs, ys, ws); ``personal`` = the chunk's
+        new personal rows. ``data`` = per phase (xs, ys, ws); ``tags`` = the clients'
+        (groups [K, m], noise seeds [K, 2], canary slots [K]); ``personal`` = the chunk's
         rows of the personal store, [K, ...] per personal tensor."""
         program = self.program
+        groups, seeds, slots = tags
         if self.cohort_model is not None:        # the chunk's clients train together
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
@@ -292,8 +292,9 @@ class FastBackend:
             if a and stop_requested():       # a long round stops at the next chunk; nothing
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
-            args = (self._weights, self.state, _chunk_tensors(data, a, b), groups[a:b],
-                    seeds[a:b], slots[a:b], counts, lr, [p[a:b] for p in personal])
+            args = (self._weights, self.state, _chunk_tensors(data, a, b),
+                    (groups[a:b], seeds[a:b], slots[a:b]), counts, lr,
+                    [p[a:b] for p in personal])
             if (len(infos) - a < self.chunk         # a part chunk first: its size will vary
                     and self._chunk_fn.experimental_get_tracing_count() == 0
                     and not tf.config.functions_run_eagerly()):
@@ -342,9 +343,9 @@ def _any_chunk_size(args):
             return None
         return tf.TensorSpec([None] + list(t.shape[1:]), tf.as_dtype(t.dtype))
 
-    weights, state, data, groups, seeds, slots, counts, lr, personal = args
-    return (weights, state, tf.nest.map_structure(spec, data), spec(groups), spec(seeds),
-            spec(slots), counts, lr, [spec(p) for p in personal])
+    weights, state, data, tags, counts, lr, personal = args
+    return (weights, state, tf.nest.map_structure(spec, data), tuple(spec(t) for t in tags),
+            counts, lr, [spec(p) for p in personal])
 
 
 def _chunk_tensors(data, a: int, b: int):

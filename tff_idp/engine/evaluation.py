@@ -11,7 +11,7 @@ none) are left out.
 """
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -70,10 +70,18 @@ def _spread(losses, accs) -> dict:
             "personal_test_clients": int(len(accs))}
 
 
+class ClientExamples(NamedTuple):
+    """Examples and which of them each client holds: ``x``, ``y`` and ``ids`` (per client,
+    the rows of x and y that are its own)."""
+    x: np.ndarray
+    y: np.ndarray
+    ids: Sequence[np.ndarray]
+
+
 class PersonalEvaluation:
-    """Every client's model on its own test examples (module docstring), and on its own
-    validation examples when there are any (``validation``: (x_train, y_train, ids per
-    client)).
+    """Every client's model on its own test examples (``test``: :class:`ClientExamples`; module
+    docstring), and on its own validation examples when there are any (``validation``: the
+    training set's, each client's validation rows).
 
     When the model's logits are a linear read-out of features (``models.readout``: a Dense
     head, or PPSGD's two) and the personal part lies in the read-out, the features depend
@@ -85,13 +93,13 @@ class PersonalEvaluation:
     evaluation). ``reparam``: the forward pass on theta * M with M the top-k masks of the
     evaluated weights (DP-pFedDSU, ``dsu_eval_masked``)."""
 
-    def __init__(self, model, split, x_test, y_test, test_sets: Sequence[np.ndarray],
-                 validation=None, finetune=None, reparam=None, shortcut: bool = True):
+    def __init__(self, model, split, test: ClientExamples, validation=None, finetune=None,
+                 reparam=None, shortcut: bool = True):
         from ..models import readout
         self.model, self.split = model, split
-        self.x, self.y = x_test, y_test
-        self.clients = [c for c, ids in enumerate(test_sets) if len(ids)]
-        self.test_sets = [test_sets[c] for c in self.clients]
+        self.x, self.y = test.x, test.y
+        self.clients = [c for c, ids in enumerate(test.ids) if len(ids)]
+        self.test_sets = [test.ids[c] for c in self.clients]
         self.validation, self.finetune, self.reparam = validation, finetune, reparam
         found = readout(model)
         self.readout = None
@@ -208,29 +216,38 @@ def _validation(losses, accs, counts) -> dict:
 class ReadoutFineTune:
     """Each client fine-tunes a throw-away copy of its read-out before it is evaluated
     (DP-FedAvg-fb and PMTL-FT in CENTAUR's code, ``methods/DP_FedAvg_ft.py``: 15 epochs at
-    lr_head on features computed once; PPSGD: its personal head): ``epochs`` passes over
-    its training examples in an order drawn from (seed, round, client, stream), batches of
-    ``batch_size``, the client optimizer (``ClientTrainer``: momentum, weight decay), the
+    lr_head on features computed once; PPSGD: its personal head): ``schedule.epochs`` passes
+    over its training examples (``train``: :class:`ClientExamples`) in an order drawn from
+    (seed, round, client, stream), batches of ``batch_size``, learning rate ``lr * lr_decay **
+    round``, the client optimizer (``ClientTrainer``: momentum, weight decay), the
     read-out tensors ``trainable`` (per read-out tensor a factor or None) trained, all
     clients batched (``ClientTrainer._cohort_steps`` on the read-out)."""
 
     STREAM = 0xE7A1
 
-    def __init__(self, cohort_model, trainer, epochs: int, lr: float, lr_decay: float,
-                 batch_size: int, train_sets, x_train, y_train, seed: int,
-                 trainable=None, chunk: int = 64):
+    class Schedule(NamedTuple):
+        """How long and how fast each client fine-tunes, and the seed of its example order."""
+        epochs: int
+        lr: float
+        lr_decay: float
+        batch_size: int
+        seed: int
+
+    def __init__(self, cohort_model, trainer, schedule: "ReadoutFineTune.Schedule",
+                 train: ClientExamples, trainable=None, chunk: int = 64):
         self.cohort_model, self.trainer = cohort_model, trainer
-        self.epochs, self.lr, self.decay, self.batch = epochs, lr, lr_decay, batch_size
-        self.train_sets, self.x, self.y = train_sets, x_train, y_train
-        self.seed, self.trainable, self.chunk = seed, trainable, chunk
+        self.epochs, self.lr, self.decay = schedule.epochs, schedule.lr, schedule.lr_decay
+        self.batch, self.seed = schedule.batch_size, schedule.seed
+        self.train_sets, self.x, self.y = train.ids, train.x, train.y
+        self.trainable, self.chunk = trainable, chunk
         self._steps = tf.function(self._tune, reduce_retracing=True)
 
     def _tune(self, params, feats, ys, ws, order, lr):
-        from ..algorithms.client_work import PhaseSpec
+        from ..algorithms.client_work import CohortData, PhaseSpec
         spec = PhaseSpec(trainable=self.trainable)
         tuned, _, _ = self.trainer._cohort_steps(self.cohort_model.apply_readout, params,
-                                                 params, feats, ys, ws, lr, spec, order,
-                                                 sparsify=False)
+                                                 params, CohortData(feats, ys, ws, order),
+                                                 lr, spec, sparsify=False)
         return tuned
 
     def __call__(self, rnd, features, weights, heads, clients=None):

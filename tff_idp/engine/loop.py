@@ -39,7 +39,8 @@ from ..sampling import sample_cohort
 from .backends import BACKENDS, client_diagnostics
 from .checkpoint import load_checkpoint, save_checkpoint
 from .client_data import input_dtype, phase_examples
-from .evaluation import PersonalEvaluation, ReadoutFineTune, client_test_sets, evaluate
+from .evaluation import (ClientExamples, PersonalEvaluation, ReadoutFineTune, client_test_sets,
+                         evaluate)
 from .experiment import Experiment, model_builder, plan_summary
 from .fingerprint import method_key, run_fingerprint
 from .memory import peak_rss_bytes, reset_peak_rss
@@ -263,15 +264,16 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
             trainable = [masks[i] for i in cohort.readout_tensors]
         finetune = ReadoutFineTune(
             cohort, ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay),
-            tune["epochs"], tune["lr"], cfg.lr_decay, cfg.batch_size, exp.client_indices,
-            d.x_train, d.y_train, cfg.seed, trainable, cfg.fast_chunk_size)
+            ReadoutFineTune.Schedule(tune["epochs"], tune["lr"], cfg.lr_decay, cfg.batch_size,
+                                     cfg.seed),
+            ClientExamples(d.x_train, d.y_train, exp.client_indices), trainable,
+            cfg.fast_chunk_size)
     reparam = program.reparam if program.reparam is not None and \
         program.reparam.in_evaluation else None
-    validation = None if exp.client_validation is None else (
+    validation = None if exp.client_validation is None else ClientExamples(
         d.x_train, d.y_train, exp.client_validation)
-    return PersonalEvaluation(evaluator, program.split, d.x_test, d.y_test,
-                              client_test_sets(d.y_train, exp.client_indices, d.y_test),
-                              validation, finetune, reparam)
+    return PersonalEvaluation(evaluator, program.split, _client_tests(exp), validation,
+                              finetune, reparam)
 
 
 def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
@@ -281,9 +283,14 @@ def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram,
     baseline, like for like with MS-PAFL's personalised accuracy); None otherwise."""
     if not METHODS[method].client_tests or not program.split.trivial:
         return None
+    return PersonalEvaluation(evaluator, program.split, _client_tests(exp))
+
+
+def _client_tests(exp: Experiment) -> ClientExamples:
+    """The test set, each client's part of it the examples of the classes it trains on."""
     d = exp.data
-    return PersonalEvaluation(evaluator, program.split, d.x_test, d.y_test,
-                              client_test_sets(d.y_train, exp.client_indices, d.y_test))
+    return ClientExamples(d.x_test, d.y_test,
+                          client_test_sets(d.y_train, exp.client_indices, d.y_test))
 
 
 @dataclasses.dataclass

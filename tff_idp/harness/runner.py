@@ -8,6 +8,7 @@ traceback in its ``.partial`` folder; the others go on, and the exit status is 1
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -97,10 +98,11 @@ def run_table(spec: TableSpec, scale: str, jobs: int = 1, output_dir: Optional[s
     started = time.perf_counter()
     bar = tqdm(total=len(todo), desc=spec.name, unit="run", disable=not progress)
     with StopRequests() as stop:
+        watch = _Watch(bar, failures, stop)
         if jobs <= 1:
-            _run_in_process(todo, bar, failures, stop)
+            _run_in_process(todo, watch)
         else:
-            _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop, force)
+            _run_in_workers(spec, scale, todo, jobs, output_dir, watch, force)
     bar.close()
     if todo:
         print(f"{spec.name}: ran {len(todo)} runs in {time.perf_counter() - started:.0f} s",
@@ -117,8 +119,18 @@ def _stop_line(spec_units: List[Unit], stopped: int, not_started: int, signum: i
             f"a checkpoint, {not_started} not started; run the same command to go on")
 
 
-def _run_in_process(todo: List[Unit], bar, failures: List[str], stop) -> None:
+@dataclasses.dataclass
+class _Watch:
+    """What a table's runs are watched with: the progress bar, the failures so far (one line
+    each) and the stop requests (``runtime.StopRequests``)."""
+    bar: object
+    failures: List[str]
+    stop: object
+
+
+def _run_in_process(todo: List[Unit], watch: _Watch) -> None:
     from ..runtime import close_tff
+    bar, failures, stop = watch.bar, watch.failures, watch.stop
     try:
         for i, unit in enumerate(todo):
             if stop.signum is not None:
@@ -138,7 +150,7 @@ def _run_in_process(todo: List[Unit], bar, failures: List[str], stop) -> None:
         close_tff()
 
 
-def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop,
+def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
                     force: bool = False) -> None:
     """Up to ``jobs`` ``harness.task`` processes at a time, started and watched from this
     (the main) thread: the parent-death signal is tied to the thread that forks. Each has its
@@ -147,6 +159,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, bar, failures, stop,
     import signal
     import tempfile
     from ..runtime import die_with_parent
+    bar, failures, stop = watch.bar, watch.failures, watch.stop
     from .table import load_table, with_overrides
     # a task finds its unit by index in the whole table (``spec`` may be restricted to some
     # data sets by --only)

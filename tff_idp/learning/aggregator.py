@@ -1,6 +1,7 @@
 """Our mechanisms as stock ``tff.learning`` composes them (issue 57): a differentially
-private aggregator that ``tff.learning.algorithms.build_unweighted_fed_avg`` (and, with
-``weighted=True``, ``build_weighted_fed_avg``) accept as ``model_aggregator``::
+private aggregator that ``tff.learning.algorithms.build_unweighted_fed_avg`` (and, wrapped
+in TFF's ``tff.aggregators.as_weighted_aggregator``, ``build_weighted_fed_avg``) accept as
+``model_aggregator``::
 
     aggregator = tff_idp.learning.dp_aggregator(noise_multiplier=1.0, clients_per_round=10,
                                                 clip=0.5)
@@ -53,15 +54,16 @@ NOISE_DRAWS = {"client": "client", "server": "group"}      # ours -> the factory
 def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float = 1.0,
                   keep_fraction: float = 1.0,
                   adaptive_clipping: Optional[AdaptiveClipping] = None,
-                  noise_draw: str = "client", weighted: bool = False, noise_seed: int = 0,
+                  noise_draw: str = "client", noise_seed: int = 0,
                   record_aggregation_factory=None):
     """A client-level Gaussian DP aggregator for stock ``tff.learning`` algorithms (module
     docstring). ``noise_multiplier`` z (noise std / clip); ``clients_per_round`` the expected
     cohort (the mean's denominator, as TFF's ``dp_aggregator``); ``clip`` C (the initial
     clip with ``adaptive_clipping``, whose ``value_noise_multiplier`` then replaces z);
-    ``keep_fraction`` GDPFed+'s Top_k of the noised mean (Alg. 3; 1: none). ``weighted``:
-    a ``WeightedAggregationFactory`` for ``build_weighted_fed_avg`` that ignores the
-    clients' weights (their example counts are data: DP averages clients uniformly).
+    ``keep_fraction`` GDPFed+'s Top_k of the noised mean (Alg. 3; 1: none). For
+    ``build_weighted_fed_avg`` wrap it in ``tff.aggregators.as_weighted_aggregator``, which
+    leaves the clients' weights unused at the clients (their example counts are data that no
+    noise covers: DP averages clients uniformly).
     ``record_aggregation_factory``: how the noised records are summed, e.g.
     ``tff.aggregators.SecureSumFactory`` (as TFF's ``DifferentiallyPrivateFactory``; None:
     ``federated_sum``). Wrong types or values are one-line errors naming the argument."""
@@ -82,15 +84,13 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     if adaptive_clipping is not None and not isinstance(adaptive_clipping, AdaptiveClipping):
         raise TypeError(f"adaptive_clipping={adaptive_clipping!r}: must be a "
                         "tff_idp.queries.AdaptiveClipping or None")
-    if not isinstance(weighted, bool):
-        raise TypeError(f"weighted={weighted!r}: must be True or False")
     z = adaptive_clipping.value_noise_multiplier if adaptive_clipping else noise_multiplier
     inner = GroupGaussianFactory([float(clip)], [float(z * clip)], [float(clients_per_round)],
                                  weights=[1.0], keep_fractions=[float(keep_fraction)],
                                  adaptive=adaptive_clipping,
                                  noise_draw=NOISE_DRAWS[noise_draw], noise_seed=noise_seed,
                                  record_aggregation_factory=record_aggregation_factory)
-    return (WeightedDPAggregator if weighted else DPAggregator)(inner)
+    return DPAggregator(inner)
 
 
 class ExtractingDpEventFromInitialStateError(ValueError):
@@ -199,27 +199,6 @@ class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
         return tff.templates.AggregationProcess(inner.initialize, next_fn)
 
 
-class WeightedDPAggregator(tff.aggregators.WeightedAggregationFactory):
-    """:class:`DPAggregator` for ``build_weighted_fed_avg``: the clients' weights are
-    dropped at the clients (uniform averaging, as DP requires: a weight is the client's
-    example count, data that no noise covers)."""
-
-    def __init__(self, inner: GroupGaussianFactory):
-        self.unweighted = DPAggregator(inner)
-
-    def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-        process = self.unweighted.create(value_type)
-
-        @tff.federated_computation(process.initialize.type_signature.result,
-                                   tff.FederatedType(value_type, tff.CLIENTS),
-                                   tff.FederatedType(weight_type, tff.CLIENTS))
-        def next_fn(state, value, weight):
-            del weight                             # never leaves the clients
-            return process.next(state, value)
-
-        return tff.templates.AggregationProcess(process.initialize, next_fn)
-
-
 __all__ = ["dp_aggregator", "dp_event", "dp_event_from_state", "DPAggregator",
-           "WeightedDPAggregator", "ExtractingDpEventFromInitialStateError", "os_seed",
-           "restore_container", "tagged_type"]
+           "ExtractingDpEventFromInitialStateError", "os_seed", "restore_container",
+           "tagged_type"]

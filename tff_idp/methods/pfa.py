@@ -25,11 +25,12 @@ class PFA(Method):
                 "public_noise": cfg.pfa_public_noise}
 
     def aggregation_factory(self, plan, cfg, noise_seed):
-        from ..aggregators import PFAFactory
+        from ..aggregators import PFAFactory, PFAProjection
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
-                          public_group=plan.public_group, projected_group=plan.projected_group,
-                          public_noise=plan.public_noise, noise_seed=noise_seed,
-                          projection=cfg.pfa_projection)
+                          PFAProjection(plan.public_group, plan.projected_group,
+                                        public_noise=plan.public_noise,
+                                        projection=cfg.pfa_projection),
+                          noise_seed=noise_seed)
 
     def plan_version(self, cfg):
         """2: the private mean projected around the public mean, per layer by default (the

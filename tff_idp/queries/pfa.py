@@ -24,7 +24,7 @@ d x d matrix is ever formed.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -67,17 +67,29 @@ def project_around_mean(rows, num_rows, rank: int, target):
                                                     transpose_a=True)) + mean
 
 
+class PFAProjection(NamedTuple):
+    """What PFA projects: ``projected_group``'s mean onto the top-``rank`` principal subspace
+    of ``public_group``'s individually noised updates, ``projection`` "per-layer" (the
+    original's) or over the whole model; ``public_noise`` "full" (each public client adds its
+    group's whole noise) or "share" (its share of the group sum's, a diagnostic reading)."""
+    public_group: int = -1
+    projected_group: int = 0
+    rank: int = 1
+    public_noise: str = "full"
+    projection: str = "per-layer"
+
+
 class PFAQuery(GroupGaussianQuery):
-    """GroupGaussianQuery whose ``projected_group`` mean is projected onto the top-``rank``
-    principal subspace of ``public_group``'s individually noised client updates."""
+    """GroupGaussianQuery whose ``pfa.projected_group`` mean is projected onto the
+    top-``pfa.rank`` principal subspace of ``pfa.public_group``'s individually noised client
+    updates (:class:`PFAProjection`)."""
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
-                 public_group: int = -1, projected_group: int = 0, rank: int = 1,
-                 public_noise: str = "full", noise_seed: int = 0,
-                 projection: str = "per-layer"):
+                 pfa: PFAProjection = PFAProjection(), noise_seed: int = 0):
         super().__init__(clips, noise_stddevs, expected_cohorts, weights, None,
                          noise_seed=noise_seed)
+        public_group, projected_group, rank, public_noise, projection = pfa
         # "full": every public client adds its group's whole noise (its row is seen alone);
         # "share": only its share of the group sum's noise, as in GDPFed's groups (a
         # diagnostic reading: the rows the server sees are then barely noised)
