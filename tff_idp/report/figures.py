@@ -48,8 +48,10 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     datasets = list(spec.datasets)
     columns = spec.axis.labels if spec.axis else [None]
     groups = (spec.axis.panels if spec.axis else None) or {"": columns}
-    layout = [(ds, f"{ds}: {title}" if title else ds, members)
-              for ds in datasets for title, members in groups.items()]
+    layout = [part for ds in datasets for title, members in groups.items()
+              for part in _split_panel(f"{ds}: {title}" if title else ds, ds,
+                                       [(col, m) for col in members
+                                        for m in spec.methods_of(ds, col)])]
     ncols = min(3, len(layout))
     nrows = -(-len(layout) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.4, 4.4 * ncols), 3.6 * nrows + 0.6),
@@ -57,9 +59,9 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     panels = list(axes.flat)
     for ax in panels[len(layout):]:
         ax.set_visible(False)
-    drawn, synthetic, banded, seeds = False, False, False, set()
-    for ax, (ds, panel_title, members) in zip(panels, layout):
-        pairs = [(col, m) for col in members for m in spec.methods_of(ds, col)]
+    drawn, synthetic, banded, seeds, reported = False, False, False, set(), False
+    palette, colors = plt.rcParams["axes.prop_cycle"].by_key()["color"], {}
+    for ax, (ds, panel_title, pairs) in zip(panels, layout):
         metrics, last_round, stars = set(), 0, []
         for col, m in pairs:
             c = cells.get((ds, col, m))
@@ -69,7 +71,10 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
             metrics.add(c["metric"])
             label = paper_name(m) if col is None else f"{paper_name(m)}, {col}"
             label += " †" if c["not_covered"] else ""
-            line, x = _seed_band(ax, c["curves"], label, markers=True)
+            if label not in colors:          # one colour per curve label across the panels
+                colors[label] = palette[len(colors) % len(palette)]
+            line, x = _seed_band(ax, c["curves"], label, markers=True, color=colors[label])
+            reported |= _reported_points(ax, c, line.get_color())
             last_round = max(last_round, len(x))
             seeds.add(len(c["curves"]))
             banded |= len(c["curves"]) > 1
@@ -93,6 +98,13 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     if not drawn:
         plt.close(fig)
         return None
+    for ds in datasets:                 # a data set's panels on one scale, to compare
+        same = [ax for ax, (d, _, _) in zip(panels, layout) if d == ds and ax.lines]
+        if len(same) > 1:
+            low = min(ax.get_ylim()[0] for ax in same)
+            high = max(ax.get_ylim()[1] for ax in same)
+            for ax in same:
+                ax.set_ylim(low, high)
     handles, labels = panels[0].get_legend_handles_labels()
     for ax in panels[1:len(layout)]:
         for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -104,6 +116,9 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
                                 for m in spec.methods_of(ds, col)):
         handles.append(_paper_star(None, None, None, "grey"))
         labels.append("paper's final value")
+    if reported:
+        handles.append(_reported_points(None, None, "grey"))
+        labels.append("the round a table reports (best validation), per seed")
     if banded:
         _band_legend(handles, labels)
     over = ("one seed" if seeds == {1} else f"mean over {max(seeds)} seeds" if len(seeds) == 1
@@ -116,6 +131,40 @@ def plot_convergence(spec: TableSpec, cells, path: Path, scale: str = "paper"
     atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
+
+
+PANEL_CURVES = 5        # a panel with more curves is split into panels of at most 4
+
+
+def _split_panel(title: str, ds, pairs) -> list:
+    """One panel's (dataset, title, [(column, method)]) as it is, or, when it would hold
+    more than :data:`PANEL_CURVES` curves, as the fewest panels of at most 4 curves, of even
+    sizes, in table order ("title (1/2)", ...): seven curves in one panel cannot be told
+    apart."""
+    if len(pairs) <= PANEL_CURVES:
+        return [(ds, title, pairs)]
+    count = -(-len(pairs) // 4)
+    bounds = [round(i * len(pairs) / count) for i in range(count + 1)]
+    return [(ds, f"{title} ({i}/{count})", pairs[a:b])
+            for i, (a, b) in enumerate(zip(bounds, bounds[1:]), 1)]
+
+
+def _reported_points(ax, cell, color) -> bool:
+    """Each seed's accuracy at the round its table reports, when that is the round of best
+    validation (paper 001's protocol) rather than the last: a hollow diamond on the seed's
+    own value, so that a curve that ends lower than its table cell says why. ``ax`` None:
+    the legend's marker. Returns whether any point was drawn."""
+    style = dict(marker="D", markersize=7, linestyle="none", markerfacecolor="none",
+                 markeredgewidth=1.5, color=color)
+    if ax is None:
+        import matplotlib.lines
+        return matplotlib.lines.Line2D([], [], **style)
+    points = [(r, curve[r - 1]) for curve, r in zip(cell["curves"],
+                                                     cell.get("reported_rounds") or [])
+              if r is not None and 0 < r <= len(curve) and np.isfinite(curve[r - 1])]
+    if points:
+        ax.plot(*zip(*points), **style)
+    return bool(points)
 
 
 def _star_step(last_round: int) -> float:
@@ -163,7 +212,7 @@ def _accuracy_label(metrics) -> str:
     return "test accuracy (%)"
 
 
-def _seed_band(ax, curves, label: str, markers: bool = False):
+def _seed_band(ax, curves, label: str, markers: bool = False, color=None):
     """One method's curves over seeds on ``ax``: their mean (rounds not evaluated left out)
     and, with several seeds, a shaded mean +- 1 sample std (the std the tables give).
     Returns (the line, the rounds 1..T)."""
@@ -174,7 +223,7 @@ def _seed_band(ax, curves, label: str, markers: bool = False):
         sd = np.nanstd(curves, axis=0, ddof=1) if len(curves) > 1 else 0 * mean
     x = np.arange(1, len(mean) + 1)
     keep = np.isfinite(mean)                                 # eval_every's gaps
-    line, = ax.plot(x[keep], mean[keep], label=label,
+    line, = ax.plot(x[keep], mean[keep], label=label, color=color,
                     marker="o" if markers and keep.sum() < 12 else None)
     if len(curves) > 1:
         ax.fill_between(x[keep], (mean - sd)[keep], (mean + sd)[keep], alpha=0.2,

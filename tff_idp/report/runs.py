@@ -73,6 +73,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         if s.get("audit"):
             c["audits"].append((u.seed, s["audit"]))
         c["curves"].append(curve)
+        c.setdefault("reported_rounds", []).append(s.get("best_validation_round"))
         c["metric"] = s.get("headline_metric", "test_accuracy")
         if isinstance(s.get("peak_memory_bytes"), (int, float)):
             c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
@@ -158,15 +159,20 @@ CURVES = "curves.csv"      # each run's accuracy per round, beside the report
 def curve_rows(cells: Dict[tuple, dict]) -> List[dict]:
     """One row per complete run and round: what :func:`plot_convergence` draws (accuracy in
     %, empty for a round not evaluated), so that the figure can be redrawn from the report's
-    folder alone (``--replot``), without the runs' results."""
+    folder alone (``--replot``), without the runs' results. When a run reports the round of
+    its best validation accuracy (paper 001's protocol) a column ``reported`` marks that
+    round with 1 (no such column otherwise)."""
+    marked = any(r is not None for c in cells.values() for r in c.get("reported_rounds", []))
     rows = []
     for (ds, col, m), c in cells.items():
         flags = {"metric": c["metric"], "not_covered": "; ".join(sorted(c["not_covered"])),
                  "data_note": "; ".join(sorted(c["notes"]))}
-        for seed, curve in zip(c.get("seeds", []), c["curves"]):
+        reported = c.get("reported_rounds") or [None] * len(c["curves"])
+        for seed, curve, best in zip(c.get("seeds", []), c["curves"], reported):
             rows += [{"dataset": ds, "column": "" if col is None else col, "method": m,
                       "seed": seed, "round": r, "accuracy": "" if math.isnan(a) else round(a, 4),
-                      **flags} for r, a in enumerate(curve, 1)]
+                      **flags, **({"reported": 1 if r == best else ""} if marked else {})}
+                     for r, a in enumerate(curve, 1)]
     return rows
 
 
@@ -186,6 +192,7 @@ def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
         with open(regular_file(path)) as f:
             rows = list(csv.DictReader(f))
         runs: Dict[tuple, Dict[int, List[float]]] = {}
+        best: Dict[tuple, Dict[int, int]] = {}
         cells: Dict[tuple, dict] = {}
         for n, r in enumerate(rows, 2):           # line numbers of the file (header: 1)
             if None in r or None in r.values():
@@ -199,6 +206,8 @@ def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
             if int(r["round"]) != len(curve) + 1:
                 raise ValueError(f"round {r['round']} of {key} seed {r['seed']} out of order")
             curve.append(_percent(r["accuracy"], n) if r["accuracy"] else math.nan)
+            if r.get("reported"):             # the run's best-validation round
+                best.setdefault(key, {})[int(r["seed"])] = len(curve)
     except FileNotFoundError:
         raise ConfigError(f"--replot: {path} does not exist (reports written before "
                           "curves.csv was kept cannot be redrawn without their runs)") from None
@@ -206,6 +215,7 @@ def cells_from_curves(path: Path, spec: TableSpec) -> Dict[tuple, dict]:
         raise ConfigError(f"--replot: {path} is not a report's curves.csv ({e})") from None
     for key, by_seed in runs.items():
         cells[key]["curves"] = [by_seed[s] for s in sorted(by_seed)]
+        cells[key]["reported_rounds"] = [best.get(key, {}).get(s) for s in sorted(by_seed)]
     return cells
 
 
