@@ -1,5 +1,18 @@
-"""Shared by the engine tests: keep a run's backend runner and personal store."""
+"""Shared by the engine tests: a small prepared experiment; keep a run's backend runner and
+personal store."""
+import json
+
+from tff_idp import config
 from tff_idp.engine import loop
+from tff_idp.engine.experiment import prepare
+
+
+def experiment(methods, settings, extra=()):
+    """The prepared :class:`~tff_idp.engine.experiment.Experiment` of ``methods`` (a name or
+    a list of names) with the embedded default config under ``settings`` and then ``extra``
+    (``--set`` strings: a test file's own small setting, and one test's changes to it)."""
+    names = [methods] if isinstance(methods, str) else list(methods)
+    return prepare(config.load(None, [f"methods={json.dumps(names)}", *settings, *extra]))
 
 
 def capture(monkeypatch, backend, seen):

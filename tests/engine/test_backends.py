@@ -6,19 +6,20 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_idp import config
 from tff_idp.engine import backends, loop
 from tff_idp.engine.backends import UnsupportedByBackend
-from tff_idp.engine.experiment import prepare
+
+from .helpers import experiment
 
 TOL = 1e-5
 
 
+SETTINGS = ("rounds=2", "num_clients=60", "expected_rate=0.3", "local_steps=3",
+            "budgets=[1.0, 2.0, 4.0]", 'model="digits_mlp"', "momentum=0.5")
+
+
 def _experiment(methods, extra=()):
-    cfg = config.load(None, [f"methods={methods}", "rounds=2", "num_clients=60",
-                             "expected_rate=0.3", "local_steps=3", "budgets=[1.0, 2.0, 4.0]",
-                             "model=\"digits_mlp\"", "momentum=0.5", *extra])
-    return prepare(cfg)
+    return experiment(methods, SETTINGS, extra)
 
 
 def _run(exp, method, backend, mode=None):
@@ -63,7 +64,7 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
     """The same model, and the same clip in metrics.csv: IDP-FedAvg's adaptive clip round by
     round (seeded, noise on); the fixed clip of the others reported as no adaptive clip
     (NaN) on both backends (the TFF backend once reported the DP factory's fixed clip)."""
-    exp = _experiment(f'["{method}"]', extra)
+    exp = _experiment(method, extra)
     if not noise:
         _silence(exp, method)
     tff_w, tff_rows = _run(exp, method, "tff")
@@ -97,7 +98,7 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
                     "rounds=3", "local_steps=2", "batch_size=4", "momentum=0.9")),
 ])
 def test_fast_backend_matches_tff_backend_noise_on(method, extra):
-    exp = _experiment(f'["{method}"]', extra)
+    exp = _experiment(method, extra)
     tff_w = _final_weights(exp, method, "tff")
     fast_w = _final_weights(exp, method, "fast", mode="cohort")
     for a, b in zip(tff_w, fast_w):
@@ -107,7 +108,7 @@ def test_fast_backend_matches_tff_backend_noise_on(method, extra):
 def test_client_loop_mode_matches_tff_backend(monkeypatch):
     """A model CohortModel cannot batch is trained one client after another, same result."""
     monkeypatch.setattr(backends.CohortModel, "supports", staticmethod(lambda model: False))
-    exp = _experiment('["gdpfed_plus"]', ("local_epochs=1", "num_clients=70"))
+    exp = _experiment("gdpfed_plus", ("local_epochs=1", "num_clients=70"))
     tff_w = _final_weights(exp, "gdpfed_plus", "tff")
     fast_w = _final_weights(exp, "gdpfed_plus", "fast", mode="client-loop")
     for a, b in zip(tff_w, fast_w):
@@ -115,14 +116,14 @@ def test_client_loop_mode_matches_tff_backend(monkeypatch):
 
 
 def test_clipping_is_active_in_the_dp_case():
-    exp = _experiment('["dp_fedavg"]', ["clip=0.01", "simulation_diagnostics=true"])
+    exp = _experiment("dp_fedavg", ["clip=0.01", "simulation_diagnostics=true"])
     _silence(exp, "dp_fedavg")
     rows, _, _ = loop.run_method(exp, "dp_fedavg", progress=False, backend="fast")
     assert rows[0]["sim_clipped_fraction"] == pytest.approx(1.0)
 
 
 def test_unsupported_methods_fail_clearly():
-    exp = _experiment('["idp_fedavg"]', ['adaptive_clipping="tff"'])
+    exp = _experiment("idp_fedavg", ['adaptive_clipping="tff"'])
     with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
         loop.run_method(exp, "idp_fedavg", progress=False, backend="fast")
 
@@ -157,9 +158,9 @@ def test_fast_chunk_size_and_lanes_do_not_change_the_model():
     extra = ('dataset="synthetic:shakespeare-leaf-positions"', 'model="char_lstm_torch"',
              "num_clients=12", "expected_rate=0.5", "rounds=1", "local_steps=1",
              "batch_size=4", "momentum=0.9")
-    one = _final_weights(_experiment('["idp_fedavg"]', extra + ("fast_chunk_size=64",)),
+    one = _final_weights(_experiment("idp_fedavg", extra + ("fast_chunk_size=64",)),
                          "idp_fedavg", "fast", mode="cohort")
-    placed = _final_weights(_experiment('["idp_fedavg"]',
+    placed = _final_weights(_experiment("idp_fedavg",
                                         extra + ("fast_chunk_size=5", "fast_lanes=4")),
                             "idp_fedavg", "fast", mode="cohort")
     for a, b in zip(one, placed):

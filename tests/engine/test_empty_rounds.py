@@ -4,16 +4,16 @@ tests/privacy/test_gaussian_releases.py measures by how much)."""
 import numpy as np
 import pytest
 
-from tff_idp import config
 from tff_idp.engine import loop
-from tff_idp.engine.experiment import prepare
 
-from .helpers import capture
+from .helpers import capture, experiment
 
 
-def _experiment(method, extra=()):
-    return prepare(config.load(None, [f'methods=["{method}"]', "rounds=6", "num_clients=60",
-                                      "local_steps=2", "test_examples=60", *extra]))
+SETTINGS = ("rounds=6", "num_clients=60", "local_steps=2", "test_examples=60")
+
+
+def _experiment(methods, extra=()):
+    return experiment(methods, SETTINGS, extra)
 
 
 def _empty_round_delta(exp, method, backend):

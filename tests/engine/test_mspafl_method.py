@@ -6,21 +6,22 @@ import tensorflow as tf
 from tff_idp import config
 from tff_idp.queries import LocalGaussianQuery
 from tff_idp.engine import loop
-from tff_idp.engine.experiment import prepare
 from tff_idp.methods import METHODS
 from tff_idp.privacy import mspafl
 
-from .helpers import capture
+from .helpers import capture, experiment
 
 TOL = 1e-5
 
 
-def _experiment(method, extra=()):
-    return prepare(config.load(None, [
-        f'methods=["{method}"]', 'dataset="synthetic:adult"', 'model="logistic_nobias"',
-        "num_clients=40", "expected_rate=0.5", "rounds=3", "local_steps=5", "batch_size=5",
-        "local_lr=0.1", "local_epsilon=1.0", "local_delta=1e-4", "delta=1e-4",
-        "budgets=[1.0]", "group_ratios=[1.0]", 'partition="shards"', *extra]))
+SETTINGS = ('dataset="synthetic:adult"', 'model="logistic_nobias"', "num_clients=40",
+            "expected_rate=0.5", "rounds=3", "local_steps=5", "batch_size=5", "local_lr=0.1",
+            "local_epsilon=1.0", "local_delta=1e-4", "delta=1e-4", "budgets=[1.0]",
+            "group_ratios=[1.0]", 'partition="shards"')
+
+
+def _experiment(methods, extra=()):
+    return experiment(methods, SETTINGS, extra)
 
 
 def _run(exp, method, backend, monkeypatch, on_round=None):

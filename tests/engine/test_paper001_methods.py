@@ -10,26 +10,24 @@ import tensorflow as tf
 from tff_idp import config, models
 from tff_idp.algorithms import sparse_training
 from tff_idp.engine import loop
-from tff_idp.engine.experiment import prepare
 from tff_idp.models.reparam import build_reparam, extractor_kernels
 from tff_idp.models.split import split_model
 
-from .helpers import run_captured
+from .helpers import experiment, run_captured
 
 TOL = 1e-5
 PAPER001 = ["centaur", "dp_pfeddsu", "dp_fedavg_fb", "pmtl_ft", "ppsgd"]
 
 
+SETTINGS = ("rounds=3", "num_clients=6", "expected_rate=1.0", "budgets=[2.0]",
+            "group_ratios=[1.0]", "delta=1e-5", 'model="digits_mlp"', "momentum=0.9",
+            "weight_decay=1e-4", 'partition="dealt_classes"', "partition_param=3",
+            "local_epochs=1", "head_epochs=2", "batch_size=16", "local_lr=0.05", "head_lr=0.05",
+            "clip=0.5", "dsu_layers=1", "dsu_sparsity=0.1", "validation_fraction=0.1")
+
+
 def _experiment(methods, extra=()):
-    cfg = config.load(None, [f"methods={methods!r}".replace("'", '"'), "rounds=3",
-                             "num_clients=6", "expected_rate=1.0", "budgets=[2.0]",
-                             "group_ratios=[1.0]", "delta=1e-5", 'model="digits_mlp"',
-                             "momentum=0.9", "weight_decay=1e-4", 'partition="dealt_classes"',
-                             "partition_param=3", "local_epochs=1", "head_epochs=2",
-                             "batch_size=16", "local_lr=0.05", "head_lr=0.05", "clip=0.5",
-                             "dsu_layers=1", "dsu_sparsity=0.1", "validation_fraction=0.1",
-                             *extra])
-    return prepare(cfg)
+    return experiment(methods, SETTINGS, extra)
 
 
 def _run(exp, method, backend, monkeypatch):

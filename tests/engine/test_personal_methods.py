@@ -15,21 +15,20 @@ import pytest
 
 from tff_idp import config, methods
 from tff_idp.engine import client_data, loop
-from tff_idp.engine.experiment import prepare
 
-from .helpers import capture, run_captured
+from .helpers import capture, experiment, run_captured
 
 TOL = 1e-5
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _experiment(method, extra=()):
-    cfg = config.load(None, [f'methods=["{method}"]', "rounds=3", "num_clients=40",
-                             "expected_rate=0.3", "local_steps=2", "personal_steps=3",
-                             "budgets=[2.0]", "group_ratios=[1.0]", 'model="digits_mlp"',
-                             "momentum=0.5", 'partition="classes"', "partition_param=3",
-                             *extra])
-    return prepare(cfg)
+SETTINGS = ("rounds=3", "num_clients=40", "expected_rate=0.3", "local_steps=2",
+            "personal_steps=3", "budgets=[2.0]", "group_ratios=[1.0]", 'model="digits_mlp"',
+            "momentum=0.5", 'partition="classes"', "partition_param=3")
+
+
+def _experiment(methods, extra=()):
+    return experiment(methods, SETTINGS, extra)
 
 
 _run = run_captured        # (runner and store, ledger, rows, summary) of one run
