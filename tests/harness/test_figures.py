@@ -66,3 +66,14 @@ def test_a_table_without_validation_keeps_its_curves_csv_columns():
     for c in cells.values():
         c["reported_rounds"] = [None]
     assert "reported" not in runs.curve_rows(cells)[0]
+
+
+def test_replot_refuses_a_table_that_draws_no_convergence_figure(tmp_path, capfd):
+    from tff_idp import report
+    canaries = ROOT / "runs" / "gdpfed" / "ablations" / "fmnist-table2-canaries.toml"
+    assert "convergence" not in load_table(str(canaries)).figures
+    status = report.main([str(canaries), "--scale", "paper", "--replot", "--report-dir",
+                          str(tmp_path)])
+    err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(err) == 1 and "--replot" in err[0] and "figures = []" in err[0]
+    assert list(tmp_path.iterdir()) == []

@@ -81,6 +81,9 @@ def _report(args) -> int:
             if archive_root(spec) is None:
                 raise ConfigError(f"--archive: {args.table} is not under a folder named runs/ "
                                   "(the archive is runs/archive/)")
+        if args.replot and "convergence" not in spec.figures:
+            raise ConfigError(f"--replot: {args.table} draws no convergence figure (its "
+                              f"[table] figures = {spec.figures})")
         if args.replot:
             out = report_dir(spec, args.scale, args.output_dir, args.out or None)
             cells = cells_from_curves(out / CURVES, spec)
