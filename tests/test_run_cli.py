@@ -70,13 +70,13 @@ def _workers(marker: str):
 
 
 def test_small_run_writes_results_and_closes_tff(tmp_path):
-    marker = f"TFF_IDP_TEST_RUN={tmp_path.name}-{os.getpid()}"
+    tag = f"{tmp_path.name}-{os.getpid()}"
     cfg = tmp_path / "tiny.toml"
     cfg.write_text('name = "tiny"\nmethods = ["dp_fedavg", "gdpfed_plus", "idp_fedavg"]\n'
                    'rounds = 2\n'
                    'num_clients = 60\nexpected_rate = 0.2\nbudgets = [1.0, 2.0, 4.0]\n'
                    'output_dir = "out"\nlocal_steps = 2\n')
-    proc = _run([str(cfg), "--quiet"], tmp_path, TFF_IDP_TEST_RUN=marker.split("=", 1)[1])
+    proc = _run([str(cfg), "--quiet"], tmp_path, TFF_IDP_TEST_RUN=tag)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gdpfed_plus" in proc.stdout and "test_acc_%" in proc.stdout
     for method in ("dp_fedavg", "gdpfed_plus", "idp_fedavg"):
@@ -95,7 +95,7 @@ def test_small_run_writes_results_and_closes_tff(tmp_path):
     plot = tmp_path / "out" / "tiny" / "convergence-seed0.png"     # said where, at the end
     assert plot.read_bytes()[:4] == b"\x89PNG" and f"convergence plot {Path('out')}" in \
         proc.stdout.replace(str(tmp_path) + "/", "")
-    assert _workers(marker) == []      # the run has exited: its TFF worker must be gone too
+    assert _workers(f"TFF_IDP_TEST_RUN={tag}") == []      # the run has exited: its TFF worker must be gone too
 
 
 @pytest.mark.parametrize("sig,grace", [("SIGTERM", 0.5), ("SIGKILL", 5.0)])

@@ -134,6 +134,14 @@ class LocalTraining:
                    None if cfg.local_epochs else cfg.local_steps, cfg.client_optimizer,
                    cfg.weight_decay, cfg.server_lr)
 
+    def learning_rate(self, rnd: int) -> float:
+        """The clients' learning rate in round ``rnd``: local_lr * lr_decay ** rnd."""
+        return self.local_lr * self.lr_decay ** rnd
+
+    def trainer(self, reparam=None) -> "ClientTrainer":
+        """The :class:`ClientTrainer` of this optimizer, momentum and weight decay."""
+        return ClientTrainer(self.optimizer, self.momentum, self.weight_decay, reparam)
+
 
 class CohortData(NamedTuple):
     """A local phase's examples for K clients: ``xs``, ``ys`` [K, steps, batch, ...], or with

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
-from .client_work import ClientProgram, ClientTrainer, LocalTraining
+from .client_work import ClientProgram, LocalTraining
 from .round_parts import Phase, client_output, server_update
 
 tff = import_tff()
@@ -101,8 +101,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
         return tf.constant(training.local_lr, tf.float32) * tf.pow(
             tf.constant(training.lr_decay, tf.float32), tf.cast(round_num, tf.float32))
 
-    trainer = ClientTrainer(training.optimizer, training.momentum, training.weight_decay,
-                            program.reparam)
+    trainer = training.trainer(program.reparam)
 
     def work(model, weights, data, lr, kept):
         """Start (shared from the server, personal from the client), phases, output (and,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import ClientTrainer, LocalTraining, padded_order, padded_rows
+from ..algorithms.client_work import LocalTraining, padded_order, padded_rows
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
@@ -128,8 +128,8 @@ class FastBackend:
         self.mode = "cohort" if self.cohort_model is not None else "client-loop"
         self.state = self.query.initial_state_tensors()
         self._weights = [tf.constant(w, tf.float32) for w in w0]
-        self.trainer = ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay,
-                                     program.reparam)
+        self.training = LocalTraining.of_config(cfg)
+        self.trainer = self.training.trainer(program.reparam)
         self.specs = program.phase_specs()
         # phases on features computed once, when the chunk's clients train together
         self.cached = [ph.on_features and self.cohort_model is not None
@@ -285,7 +285,7 @@ class FastBackend:
         if canaries is not None:
             counts = counts + canaries[1].sum(0)
         counts = tf.constant(counts, tf.float32)
-        lr = tf.constant(self.cfg.local_lr * self.cfg.lr_decay ** rnd, tf.float32)
+        lr = tf.constant(self.training.learning_rate(rnd), tf.float32)
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
         sums, extra, stats, kept = None, None, tf.zeros([4]), []
         for a in range(0, len(infos), self.chunk):

@@ -255,7 +255,7 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
         return None
     finetune = None
     if tune is not None:
-        from ..algorithms.client_work import ClientTrainer
+        from ..algorithms.client_work import LocalTraining
         from .cohort_model import CohortModel
         cohort = CohortModel(evaluator)
         trainable = None
@@ -263,7 +263,7 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
             masks = program.split.trainable("personal")
             trainable = [masks[i] for i in cohort.readout_tensors]
         finetune = ReadoutFineTune(
-            cohort, ClientTrainer(cfg.client_optimizer, cfg.momentum, cfg.weight_decay),
+            cohort, LocalTraining.of_config(cfg).trainer(),
             ReadoutFineTune.Schedule(tune["epochs"], tune["lr"], cfg.lr_decay, cfg.batch_size,
                                      cfg.seed),
             ClientExamples(d.x_train, d.y_train, exp.client_indices), trainable,
