@@ -1,4 +1,5 @@
 """python -m tff_idp.report TABLE.toml --scale smoke|laptop|paper [--report-dir DIR]
+python -m tff_idp.report --status [--write]
 
 Aggregates a table's results over seeds (mean and sample std), renders the table in the
 paper's shape with our number, the paper's number and the difference in each cell, as
@@ -32,7 +33,7 @@ def main(argv=None) -> int:
     quiet_tf_logs()                        # before TensorFlow is imported
     p = argparse.ArgumentParser(prog="python -m tff_idp.report",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("table", help="a table config (TOML with a [table] section)")
+    p.add_argument("table", nargs="?", help="a table config (TOML with a [table] section)")
     p.add_argument("--scale", default=None,
                    help="smoke, laptop or paper: whose results to report (required for a "
                    "table of trained runs, as for run; computed tables: paper)")
@@ -55,7 +56,18 @@ def main(argv=None) -> int:
     p.add_argument("--replot", action="store_true",
                    help="only redraw convergence.png in the report's folder (the default "
                    "one or --report-dir) from its curves.csv; the runs' results are not read")
+    p.add_argument("--status", action="store_true",
+                   help="print the README's 'What is reproduced' table computed from "
+                   "runs/status.toml and the archived runs and committed reports (no table "
+                   "config; report.status)")
+    p.add_argument("--write", action="store_true",
+                   help="with --status: put the table into README.md between its markers")
     args = p.parse_args(argv)
+    if args.status or args.write:
+        return _status(args)
+    if args.table is None:
+        print("error: table: a table config is needed (or --status)", file=sys.stderr)
+        return 2
     from ..runtime import StopRequests, StoppedInStartUp
     with StopRequests() as stop:
         try:
@@ -65,6 +77,31 @@ def main(argv=None) -> int:
             print(f"stopped ({'Ctrl-C' if stop.signum == signal.SIGINT else 'SIGTERM'}); the "
                   "report was not written", file=sys.stderr)
             return stop.exit_status
+
+
+def _status(args) -> int:
+    """``--status``: the README's status table, printed (or written into README.md)."""
+    from .status import status_markdown, write_into
+    root = Path(__file__).resolve().parents[2]
+    if not args.status:
+        print("error: --write: only with --status", file=sys.stderr)
+        return 2
+    if args.table is not None:
+        print(f"error: table={args.table!r}: --status reads runs/status.toml, not a table "
+              "config", file=sys.stderr)
+        return 2
+    try:
+        block = status_markdown(root)
+        if args.write:
+            changed = write_into(root / "README.md", block)
+            print(f"README.md: status table {'rewritten' if changed else 'unchanged'}",
+                  file=sys.stderr)
+            return 0
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(block)
+    return 0
 
 
 def _report(args) -> int:
