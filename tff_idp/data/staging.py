@@ -103,10 +103,12 @@ def needs_of_config(path: str) -> List[Need]:
 
 
 def config_files(runs_dir: str = "runs") -> List[Path]:
-    """Every run and table config under ``runs_dir`` (reports' folders skipped)."""
+    """Every run and table config under ``runs_dir`` (reports' folders skipped, and
+    ``status.toml``, the README status table's rows: ``report.status``)."""
     root = Path(runs_dir)
     return sorted(p for p in root.rglob("*.toml")
-                  if not any("report" in part for part in p.relative_to(root).parts[:-1]))
+                  if not any("report" in part for part in p.relative_to(root).parts[:-1])
+                  and p != root / "status.toml")
 
 
 def needs_of_targets(targets: Iterable[str], data_dir: Optional[str], data_root: str,
