@@ -427,8 +427,8 @@ def changed_run_name(cfg, items):
 
 def _check_run_folders(cfg, foreign: bool = True) -> None:
     """One-line ConfigError when a method's results folder holds a finished run of another
-    config (two configs with one ``name`` used to overwrite each other silently), or cannot
-    be a folder (a file, a link to nowhere, in its place)."""
+    config (two configs with one ``name`` would overwrite each other), or cannot be a
+    folder (a file, a link to nowhere, in its place)."""
     from .atomic import run_folder_conflict
     from .engine.fingerprint import run_fingerprint
     from .engine.persist import foreign_run

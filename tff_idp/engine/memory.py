@@ -1,4 +1,4 @@
-"""A lower bound on what a run holds in memory, checked before any work (issue 35): a config
+"""A lower bound on what a run holds in memory, checked before any work: a config
 that cannot fit is refused in one line with the estimate and the machine's memory, instead
 of growing until the kernel kills it. No TensorFlow.
 

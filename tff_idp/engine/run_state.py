@@ -1,4 +1,4 @@
-"""What a run carries from one round to the next, in one object (issue 58): the backend
+"""What a run carries from one round to the next, in one object: the backend
 (model weights, optimizer and aggregator state), the clients' personal parts, the cohort
 sampler's random generator, the privacy ledger, the metrics rows so far and which process
 trained them. A checkpoint is its :meth:`RunState.snapshot`

@@ -1,4 +1,4 @@
-"""Our mechanisms as stock ``tff.learning`` composes them (issue 57): a differentially
+"""Our mechanisms as stock ``tff.learning`` composes them: a differentially
 private aggregator that ``tff.learning.algorithms.build_unweighted_fed_avg`` (and, wrapped
 in TFF's ``tff.aggregators.as_weighted_aggregator``, ``build_weighted_fed_avg``) accept as
 ``model_aggregator``::

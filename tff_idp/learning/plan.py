@@ -1,4 +1,4 @@
-"""A group-DP method's numbers from the privacy budgets, for the library (issue 57, item 3).
+"""A group-DP method's numbers from the privacy budgets, for the library.
 
 ``plan_from_budgets("gdpfed_plus", budgets=[0.5, 1.5, 3.0], group_sizes=[200, 200, 200],
 rounds=50, expected_rate=0.1, clip=1.0)`` returns a :class:`GroupDPPlan`: per privacy group

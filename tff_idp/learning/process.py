@@ -1,4 +1,4 @@
-"""GDPFed's family as a ``tff.learning`` ``LearningProcess`` (issue 57, item 3).
+"""GDPFed's family as a ``tff.learning`` ``LearningProcess``.
 
 ``build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn, plan=plan)``
 composes, with ``tff.learning.templates.compose_learning_process``:
