@@ -12,6 +12,9 @@ import csv
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tff_idp.report.status import SPREAD, WITHIN, in_std  # noqa: E402  (the README's rule)
+
 ROOT = Path(__file__).resolve().parents[1] / "runs" / "gdpfed" / "reports" / "paper-fmnist"
 NAMES = {"p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed", "pfa": "PFA",
          "idp_sample": "IDP-FedAvg", "gdpfed_plus": "GDPFed+"}
@@ -66,10 +69,11 @@ def rows():
 def verdict(table, r):
     mean, std, paper = float(r["ours_mean"]), float(r["ours_std"]), float(r["paper"])
     diff = mean - paper
-    if abs(diff) <= 2:
+    if abs(diff) <= WITHIN:
         return "within 2 points", NOTES.get((table, r["column"], r["method"]), "")
-    if abs(diff) <= 2 * std:
-        return "within the seed spread", f"{abs(diff) / std:.1f} std"
+    k = in_std(diff, std, int(r["seeds_done"]))
+    if k is not None and k <= SPREAD:
+        return "within the seed spread", f"{k:.1f} std"
     reason, link = REASONS.get((table, r["column"], r["method"]), ("unexplained", ""))
     return "not reproduced", reason + (f" ([evidence]({link}))" if link else "")
 

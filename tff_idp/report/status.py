@@ -146,20 +146,20 @@ def gather(root: Path, row: Row) -> Evidence:
     """The row's config's cells and claims: from the archived runs when all are archived,
     else from the committed report (``report.csv``, ``claims.csv``)."""
     from ..harness.archive import archive_root
-    from ..harness.table import expand, unit_complete
+    from ..harness.table import expand
     spec = _spec(root, row.config, row.only)
     archive = archive_root(spec)
     units = expand(spec, row.scale, str(archive)) if archive is not None else []
-    done = [u for u in units if unit_complete(u)]
+    from .runs import collect
+    cells = collect(units)                         # a run not complete there is "missing"
+    done = len(units) - sum(len(c["missing"]) for c in cells.values())
     committed = _read_csv(root / row.report / "report.csv")
     committed = [r for r in committed if r["dataset"] in spec.datasets]
     claims = _read_csv(root / row.report / "claims.csv")
     differs: List[str] = []
-    if units and len(done) == len(units):
+    if units and done == len(units):
         from ..harness import claims as claims_mod
-        from .runs import collect
         from .tables import train_table
-        cells = collect(units)
         _, rows = train_table(spec, cells, True)
         before = {_key(r): r for r in committed}
         for r in rows:
@@ -173,7 +173,7 @@ def gather(root: Path, row: Row) -> Evidence:
     elif not committed:
         raise ConfigError(f"--status: {row.what} ({row.data}): neither every run of "
                           f"{row.config} archived nor {row.report}/report.csv committed")
-    return Evidence(committed, claims, len(done), len(units), differs)
+    return Evidence(committed, claims, done, len(units), differs)
 
 
 def _close(a, b) -> bool:
@@ -189,6 +189,13 @@ def _number(text) -> Optional[float]:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
+
+
+def in_std(diff: float, std: float, seeds: int) -> Optional[float]:
+    """|ours - paper| in our seeds' sample standard deviations: the paper's number is one
+    draw of a run as noisy as ours, so at most ``SPREAD`` of them is "within the seed
+    spread" (also scripts/fmnist_verdicts.py's rule); None with one seed or no spread."""
+    return abs(diff) / std if seeds > 1 and std > 0 else None
 
 
 def _label(r: dict) -> str:
@@ -220,23 +227,21 @@ def within_text(root: Path, row: Row, ev: Evidence) -> str:
         diff = _number(r["difference"])
         if abs(diff) <= WITHIN:
             continue
-        std = _number(r.get("ours_std")) or 0.0
-        seeds = int(float(r.get("seeds_done") or 0))
+        k = in_std(diff, _number(r.get("ours_std")) or 0.0,
+                   int(float(r.get("seeds_done") or 0)))
         why = _find(row.explained, r)
         if why is not None:
             reason = f"explained: {why.text} ([evidence]({why.report}/report.md))"
-        elif seeds > 1 and std > 0 and abs(diff) <= SPREAD * std:
-            reason = f"within the seed spread ({abs(diff) / std:.1f} std)"
+        elif k is not None and k <= SPREAD:
+            reason = f"within the seed spread ({k:.1f} std)"
         else:
-            reason = "unexplained" + (f" ({abs(diff) / std:.1f} std)" if seeds > 1 and std > 0
-                                      else "")
+            reason = "unexplained" + (f" ({k:.1f} std)" if k is not None else "")
         gaps.append(f"{_label(r)} {diff:+.2f}: {reason}")
     if gaps:
         text += "; " + "; ".join(gaps)
     for b in row.beside:
-        other = gather(root, Row(paper=row.paper, what=row.what, data=row.data, offline="",
-                                 kind="cells", config=b.config, scale=row.scale,
-                                 report=b.report))
+        other = gather(root, dataclasses.replace(row, config=b.config, report=b.report,
+                                                 only=""))
         r = next((c for c in other.cells if _find([b], c) is not None), None)
         if r is None or _number(r.get("difference")) is None:
             raise ConfigError(f"--status: {row.what} ({row.data}): beside reading "
