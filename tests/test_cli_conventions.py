@@ -205,7 +205,7 @@ def test_list_shows_every_config_method_and_data_set(capsys, monkeypatch):
     """Issue 34: `python -m tff_idp.run --list` names every config under runs/ with its
     title, every method with its line, and each data set with whether it is here."""
     from pathlib import Path
-    from tff_idp.data.staging import config_files
+    from tff_idp.catalog import config_files
     from tff_idp.methods import METHODS
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)

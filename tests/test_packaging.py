@@ -220,3 +220,65 @@ def test_no_function_over_8_parameters_and_no_module_over_600_lines():
                 long_lists.append(f"{name}:{node.lineno} {node.name} ({_parameters(node)})")
     assert not long_lists, long_lists
     assert not long_modules, long_modules
+
+
+def _layers() -> dict:
+    """Each module's row in docs/architecture.md's module table, counted from the bottom."""
+    import re
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = [re.findall(r"`([^`]+\.py)`", line.split("|")[1])
+            for line in page[page.index("## Modules"):].splitlines()
+            if line.startswith("| `")]
+    return {f"tff_idp/{m}": i for i, mods in enumerate(rows) for m in mods}
+
+
+def _imports(path) -> list:
+    """(line, file) of every module of the package ``path`` imports, at its top or inside a
+    function (a lazy import is a dependency too); a name taken from a module is that module."""
+    import ast
+    rel = path.relative_to(ROOT).with_suffix("")
+    here = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = here[:len(here) - node.level + 1] if node.level else []
+            name = ".".join(base + ([node.module] if node.module else []))
+            names = [f"{name}.{a.name}" for a in node.names] + [name]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for n in names:
+            if not n.startswith("tff_idp"):
+                continue
+            f = ROOT / (n.replace(".", "/") + ".py")
+            f = f if f.is_file() else ROOT / n.replace(".", "/") / "__init__.py"
+            if f.is_file() and f != path:
+                out.append((node.lineno, f))
+                break                              # the module itself, not each name
+    return out
+
+
+def test_every_import_runs_down_the_architecture_pages_layers():
+    """Issue 58 item 5: no module imports from a layer above its own (docs/architecture.md's
+    module table, bottom up; modules of one row may import each other), lazy imports
+    included, so there is no import circle between rows either. A package's face
+    (``__init__.py`` that only hands names on) sits on the highest layer it imports from."""
+    layers = _layers()
+    files = sorted((ROOT / "tff_idp").rglob("*.py"))
+    faces = [f for f in files if f.name == "__init__.py" and
+             str(f.relative_to(ROOT)) not in layers]
+
+    def layer(f, seen=()):
+        key = str(f.relative_to(ROOT))
+        if key in layers:
+            return layers[key]
+        if f in seen:
+            return -1
+        return max([layer(g, seen + (f,)) for _, g in _imports(f)], default=-1)
+
+    assert len(faces) >= 10 and all(f.stat().st_size < 2000 for f in faces)
+    upward = [f"{f.relative_to(ROOT)}:{line} imports {g.relative_to(ROOT)}"
+              for f in files if f not in faces for line, g in _imports(f)
+              if layer(g) > layer(f)]
+    assert not upward, upward

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import List, Tuple
 
 
+def config_files(runs_dir: str = "runs") -> List[Path]:
+    """Every run and table config under ``runs_dir`` (reports' folders skipped, and
+    ``status.toml``, the README status table's rows: ``report.status``)."""
+    root = Path(runs_dir)
+    return sorted(p for p in root.rglob("*.toml")
+                  if not any("report" in part for part in p.relative_to(root).parts[:-1])
+                  and p != root / "status.toml")
+
+
 def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
     """(path, kind, title) of every config under ``runs_dir``: a table's ``[table] title``,
     or an experiment config's first comment sentence."""
-    from .data.staging import config_files
     out = []
     for path in config_files(str(runs_dir)):
         text = path.read_text()

