@@ -1,0 +1,81 @@
+"""The write-ups' summaries cite their numbers: every decimal number in a bullet of a
+write-up's "In short" section is in a file that bullet links (a report, its report.csv, or a
+section of the write-up itself), so a redrawn report cannot leave the summary behind."""
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WRITEUPS = sorted(p for p in (ROOT / "runs").rglob("README.md")
+                  if "\n## In short\n" in p.read_text())
+NUMBER = re.compile(r"(?<![\w.])[+-]?\d+\.\d+(?![\d.])")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _sections(text: str) -> dict:
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return {_slug(parts[i]): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def _bullets(section: str) -> list:
+    out = []
+    for line in section.splitlines():
+        if line.startswith("- "):
+            out.append(line)
+        elif out and line.startswith("  "):
+            out[-1] += " " + line.strip()
+    return out
+
+
+def _evidence(writeup: Path, bullet: str) -> str:
+    sections, texts = _sections(writeup.read_text()), []
+    for link in re.findall(r"\]\(([^)]+)\)", bullet):
+        if link.startswith("#"):
+            assert link[1:] in sections, f"{writeup}: no section {link}"
+            texts.append(sections[link[1:]])
+            continue
+        target = (writeup.parent / link).resolve()
+        assert target.is_file(), f"{writeup}: {link} does not exist"
+        texts.append(target.read_text())
+        if target.name == "report.md" and (target.parent / "report.csv").is_file():
+            texts.append((target.parent / "report.csv").read_text())
+    return "\n".join(texts)
+
+
+def _cited(number: str, evidence: str) -> bool:
+    return re.search(r"(?<![\d.])" + re.escape(number) + r"(?![\d])", evidence) is not None
+
+
+@pytest.mark.parametrize("writeup", WRITEUPS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_number_of_in_short_is_in_what_its_bullet_links(writeup):
+    bullets = _bullets(_sections(writeup.read_text())["in-short"])
+    assert bullets, writeup
+    uncited = []
+    for bullet in bullets:
+        evidence = _evidence(writeup, bullet)
+        assert evidence, f"a bullet links no evidence: {bullet[:80]}"
+        uncited += [f"{n} ({bullet[:40]}...)" for n in NUMBER.findall(bullet)
+                    if not _cited(n, evidence)]
+    assert not uncited, uncited
+
+
+def test_the_check_finds_a_stale_number(tmp_path):
+    """A number the linked report does not hold (a report redrawn since) is caught."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "report.md").write_text("| gdpfed | 73.16 ± 0.32 / 73.97 (-0.81) |\n")
+    writeup = tmp_path / "README.md"
+    writeup.write_text("## In short\n\n- GDPFed -0.81 and 73.16 ([r](r/report.md)), then "
+                       "+0.07\n  ([r](r/report.md)).\n")
+    bullet = _bullets(_sections(writeup.read_text())["in-short"])[0]
+    evidence = _evidence(writeup, bullet)
+    assert [n for n in NUMBER.findall(bullet) if not _cited(n, evidence)] == ["+0.07"]
+
+
+def test_there_is_a_writeup_to_check():
+    assert any("paper-fmnist" in str(p) for p in WRITEUPS)
