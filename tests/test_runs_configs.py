@@ -32,10 +32,10 @@ def test_table1_config_runs_at_laptop_scale(tmp_path):
     with tfds.testing.mock_data(num_examples=400, data_dir=str(tmp_path)):
         exp = prepare(cfg)
     rows, summary, _ = run_method(exp, "idp_fedavg", progress=False)
-    assert len(rows) == 2 and summary["privacy"]["within_budget"]
+    assert len(rows) == 2 and summary.privacy["within_budget"]
     table = summary_rows([summary], cfg.reference)
     assert table[0]["paper_%"] == "26.50"
-    assert float(table[0]["delta"]) == pytest.approx(100 * summary["final_test_accuracy"] - 26.5,
+    assert float(table[0]["delta"]) == pytest.approx(100 * summary.final_test_accuracy - 26.5,
                                                      abs=0.01)
 
 
@@ -53,5 +53,5 @@ def test_femnist_95_0_5_runs_on_a_staged_tff_cache(tmp_path):
     assert [len(m) for m in exp.group_members] == [19, 1]
     for method in cfg.methods:
         rows, summary, _ = run_method(exp, method, progress=False)
-        assert summary["privacy"]["within_budget"]
+        assert summary.privacy["within_budget"]
     assert summary_rows([summary], cfg.reference)[0]["paper_%"] == "86.90"

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional
 from .algorithms.plan import MethodPlan
 from .config import ConfigError, ExperimentConfig, from_mapping, validate
 from .data.types import ArrayData
+from .results import RunSummary
 
 
 def _number(text: str):
@@ -40,25 +41,26 @@ def _number(text: str):
 @dataclasses.dataclass
 class RunResult:
     """One method's run: ``rows`` (metrics.csv: one dict per round), ``summary``
-    (summary.json: accuracy, privacy by observer, cost), ``ledger`` (ledger.csv: one dict per
+    (summary.json as a :class:`~tff_idp.results.RunSummary`: accuracy, privacy by observer,
+    cost; ``summary.to_dict()`` for the JSON), ``ledger`` (ledger.csv: one dict per
     client: its group, budget, participations and epsilon against each observer) and the
     run folder it was written to or read from (None: kept in memory only)."""
     method: str
     rows: List[Dict]
-    summary: Dict
+    summary: RunSummary
     ledger: List[Dict]
     folder: Optional[Path] = None
 
     @property
     def final_test_accuracy(self) -> float:
-        return float(self.summary["final_test_accuracy"])
+        return float(self.summary.final_test_accuracy)
 
     @property
     def privacy(self) -> Dict:
         """The summary's privacy block: per group ``realised_epsilon`` (against those who see
         the released models) and ``server_epsilon`` (against the server), and what each is a
         guarantee of (``guarantee``)."""
-        return self.summary.get("privacy", {})
+        return self.summary.privacy
 
 
 def read_run(folder) -> RunResult:
@@ -68,13 +70,13 @@ def read_run(folder) -> RunResult:
     folder = Path(folder)
     try:
         made = json.loads((folder / "config.json").read_text())
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
         tables = {}
         for name in ("metrics.csv", "ledger.csv"):
             with open(folder / name, newline="") as f:
                 tables[name] = [{k: _number(v) for k, v in row.items()}
                                 for row in csv.DictReader(f)]
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"folder={str(folder)!r}: not a complete run folder ({e})") from None
     return RunResult(made.get("method", ""), tables["metrics.csv"], summary,
                      tables["ledger.csv"], folder)

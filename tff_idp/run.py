@@ -146,10 +146,9 @@ def _server_epsilons(priv) -> str:
 def summary_rows(summaries, reference=None):
     """One row per method; with ``reference`` (the paper's accuracy per method), the paper's
     number and ours minus the paper's."""
-    from .results import reported_accuracy
     rows = []
     for s in summaries:
-        plan, priv = s["plan"], s["privacy"]
+        plan, priv = s.plan, s.privacy
         eps, server = "-", "-"
         if priv.get("groups"):
             eps = _fmt([g["realised_epsilon"] for g in priv["groups"].values()]) + " / " + \
@@ -165,23 +164,23 @@ def summary_rows(summaries, reference=None):
             eps = priv.get("viewers_epsilon_text", priv["table_epsilon"])
             server = priv.get("server_epsilon_text", "-")
         rows.append({
-            "method": s["method"],
-            "test_acc_%": f"{100 * reported_accuracy(s):.2f}",
+            "method": s.method,
+            "test_acc_%": f"{100 * s.reported_accuracy:.2f}",
             "rates_%": _fmt([100 * q for q in plan["rates"]]),
             "sigma^2": _fmt(plan["noise_multipliers_sq"])
             if priv.get("groups") or priv.get("table_epsilon") else "-",
             "Lambda": f"{plan['noise_magnitude']:.3g}" if "noise_magnitude" in plan else "-",
             EPS_VIEWERS: eps,
             EPS_SERVER: server,
-            "s/round": f"{s['seconds_per_round_after_first']:.2f}",
+            "s/round": f"{s.seconds_per_round_after_first:.2f}",
         })
-        if s.get("audit"):                # the canary audit (tff_idp.audit.canaries)
-            a = s["audit"]
+        if s.audit:                       # the canary audit (tff_idp.audit.canaries)
+            a = s.audit
             rows[-1][AUDIT] = " | ".join(audit_cell(a[k]) for k in ("final_model",
                                                                      "every_round"))
         if reference:
-            paper = reference.get(s["method"])
-            ours = 100 * reported_accuracy(s)
+            paper = reference.get(s.method)
+            ours = 100 * s.reported_accuracy
             rows[-1]["paper_%"] = "-" if paper is None else f"{paper:.2f}"
             rows[-1]["delta"] = "-" if paper is None else f"{ours - paper:+.2f}"
     return rows
@@ -484,7 +483,7 @@ def _train_seeds(exp, args, seeds, stop) -> int:
     with a +-1 std band."""
     from .engine.experiment import prepare
     from .report import mean_std, plot_run_curves
-    from .results import format_table, reported_accuracy, write_csv
+    from .results import format_table, write_csv
     base = exp.cfg
     out_root = Path(base.output_dir) / base.name
     accs = {m: [] for m in base.methods}          # per method, one accuracy per seed
@@ -499,8 +498,8 @@ def _train_seeds(exp, args, seeds, stop) -> int:
         if one.save_partition is not None:
             one.save_partition()
         for s in _train_all(one, args):
-            accs[s["method"]].append(100 * reported_accuracy(s))
-            folders[s["method"]].append(out_root / run_folder_name(cfg, s["method"]))
+            accs[s.method].append(100 * s.reported_accuracy)
+            folders[s.method].append(out_root / run_folder_name(cfg, s.method))
     tag = f"seeds{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
         else "seeds" + "_".join(map(str, seeds))
     rows = []
@@ -540,8 +539,8 @@ def _train_all(exp, args) -> list:
             continue
         summary = train_to_folder(exp, method, folder, progress=not args.quiet)
         summaries.append(summary)
-        print(f"{method}: test accuracy {100 * summary['final_test_accuracy']:.2f}% "
-              f"after {cfg.rounds} rounds ({summary['seconds_total']:.1f} s) -> {folder}",
+        print(f"{method}: test accuracy {100 * summary.final_test_accuracy:.2f}% "
+              f"after {cfg.rounds} rounds ({summary.seconds_total:.1f} s) -> {folder}",
               file=sys.stderr)
     table_rows = summary_rows(summaries, cfg.reference)
     out_root.mkdir(parents=True, exist_ok=True)
@@ -555,12 +554,12 @@ def _train_all(exp, args) -> list:
     plot = plot_run_curves({m: out_root / run_folder_name(cfg, m) for m in cfg.methods},
                            out_root / f"convergence-seed{cfg.seed}.png", title, cfg.reference)
     print(textwrap.fill(COLUMNS_LEGEND, 100))
-    if any(s["privacy"].get("groups") for s in summaries):
+    if any(s.groups for s in summaries):
         print(textwrap.fill(OBSERVERS_LEGEND, 100))
-    if any(s["privacy"].get("table_epsilon") for s in summaries):
+    if any(s.privacy.get("table_epsilon") for s in summaries):
         print(textwrap.fill(LOCAL_DP_LEGEND, 100))
     if any(AUDIT in r for r in table_rows):
-        a = summaries[0]["audit"]
+        a = summaries[0].audit
         print(textwrap.fill(
             f"Canary audit of privacy group {a['group']} ({a['canaries']} canaries, "
             f"{a['inserted']} inserted; not in the accuracy): Andrew et al.'s one-shot "
@@ -571,9 +570,9 @@ def _train_all(exp, args) -> list:
             "that epsilon, so this audit could not have shown a leak there (docs/audit.md). "
             "Per-canary scores: canaries.csv and canaries.png in each run folder.", 100))
     for s in summaries:
-        why = s["privacy"].get("guarantee", {}).get("why_not_valid")
+        why = s.guarantee.get("why_not_valid")
         if why:
-            print(f"{s['method']}: epsilon not covered: {why}")
+            print(f"{s.method}: epsilon not covered: {why}")
     print(f"wall time {time.perf_counter() - started:.0f} s; results in {out_root}; "
           f"convergence plot {plot}")
     return summaries

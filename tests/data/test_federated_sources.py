@@ -171,8 +171,8 @@ def test_a_round_runs_on_each_new_source(root, dataset, model, extra):
                              "methods=[\"gdpfed_plus\"]", *extra])
     exp = prepare(cfg)
     rows, summary, _ = run_method(exp, "gdpfed_plus", progress=False)
-    assert len(rows) == 1 and 0 <= summary["final_test_accuracy"] <= 1
-    assert ("data_note" in summary) == (dataset == "adult-standin")
+    assert len(rows) == 1 and 0 <= summary.final_test_accuracy <= 1
+    assert (summary.data_note is not None) == (dataset == "adult-standin")
 
 
 def test_two_writers_of_one_store_entry_both_succeed(tmp_path):

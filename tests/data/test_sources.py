@@ -33,5 +33,5 @@ def test_a_config_can_train_a_round_on_a_tfds_set_with_a_paper_model(tmp_path):
     with tfds.testing.mock_data(num_examples=90, data_dir=str(tmp_path)):
         exp = prepare(cfg)
     rows, summary, ledger = run_method(exp, "gdpfed_plus", progress=False)
-    assert len(rows) == 1 and 0 <= summary["final_test_accuracy"] <= 1
-    assert summary["privacy"]["within_budget"]
+    assert len(rows) == 1 and 0 <= summary.final_test_accuracy <= 1
+    assert summary.privacy["within_budget"]

@@ -25,7 +25,7 @@ def _audit(seed=0, noise_scale=1.0, canaries=CANARIES):
     exp.plans["dp_fedavg"] = dataclasses.replace(
         plan, noise_stddevs=[s * noise_scale for s in plan.noise_stddevs])
     rows, summary, ledger = run_method(exp, "dp_fedavg", progress=False)
-    return summary["audit"], ledger
+    return summary.audit, ledger
 
 
 def test_without_noise_every_guess_about_a_canary_that_took_part_is_right():

@@ -114,7 +114,7 @@ def test_curve_rounds_evaluate_a_seeded_subset_and_the_last_round_the_whole_test
     assert np.array_equal(y_sub, seen[0])
     again = loop.curve_test_set(exp.data.x_test, exp.data.y_test, 37, exp.cfg.seed)
     assert np.array_equal(again[0], x_sub)
-    assert summary["test_examples"] == n and summary["curve_test_examples"] == 37
+    assert summary.test_examples == n and summary.curve_test_examples == 37
 
 
 def test_evaluate_in_pieces_is_the_whole_sets_loss_and_accuracy(monkeypatch):

@@ -43,7 +43,7 @@ def test_both_backends_agree_after_three_rounds(method, sampling, monkeypatch):
         np.testing.assert_allclose(a, b, atol=TOL)
     sizes = {r["cohort"] for r in rows}
     assert len(sizes) > 1 or method == "ldp_fedavg"       # check-in: the cohort varies
-    privacy = summary["privacy"]
+    privacy = summary.privacy
     assert privacy["guarantee"]["noise_drawn_by"].startswith("each client")
     if sampling == "wr":
         assert "no accountant" in privacy["client_epsilon_rdp"]
@@ -130,8 +130,8 @@ def test_ldp_fedavg_is_also_tested_on_each_clients_classes(monkeypatch):
             (np.isin(d.y_test, np.unique(d.y_train[idx])) for idx in exp.client_indices)
             if m.any()]
     assert rows[-1]["client_test_accuracy"] == pytest.approx(np.mean(accs), abs=1e-9)
-    assert summary["final_client_test_accuracy"] == rows[-1]["client_test_accuracy"]
-    assert summary["final_test_accuracy"] == rows[-1]["test_accuracy"]   # still the headline
+    assert summary.final_client_test_accuracy == rows[-1]["client_test_accuracy"]
+    assert summary.final_test_accuracy == rows[-1]["test_accuracy"]   # still the headline
     assert len({round(a, 6) for a in accs}) > 1        # shards: the clients' sets differ
     _, ms_rows, _ = _run(_experiment("ms_pafl"), "ms_pafl", "fast", monkeypatch)
     assert "client_test_accuracy" not in ms_rows[-1]   # its own models are what it reports

@@ -54,9 +54,9 @@ def test_both_backends_give_the_same_model_heads_and_metrics(method, extra, monk
         assert a["personal_test_accuracy"] == pytest.approx(b["personal_test_accuracy"],
                                                             abs=1e-6)
         assert a["validation_accuracy"] == pytest.approx(b["validation_accuracy"], abs=1e-6)
-    assert summary["reported_test_accuracy"] == next(
+    assert summary.reported_test_accuracy == next(
         r["personal_test_accuracy"] for r in rows_tff
-        if r["round"] == summary["best_validation_round"])
+        if r["round"] == summary.best_validation_round)
 
 
 def test_heads_persist_for_dsu_centaur_ppsgd_and_not_for_the_fine_tuning_baselines(
@@ -65,8 +65,8 @@ def test_heads_persist_for_dsu_centaur_ppsgd_and_not_for_the_fine_tuning_baselin
     for method in PAPER001:
         seen, _, summary = _run(exp, method, "fast", monkeypatch)
         if method in ("dp_fedavg_fb", "pmtl_ft"):
-            assert seen["store"].values == [] and "personal" not in summary
-            assert "fine-tunes a throw-away copy" in summary["evaluation"]
+            assert seen["store"].values == [] and summary.personal is None
+            assert "fine-tunes a throw-away copy" in summary.evaluation
         else:                 # every client took part: every stored head moved
             assert seen["store"].values
             for now, first in zip(seen["store"].values, seen["initial"]):
@@ -196,9 +196,9 @@ def test_the_local_mask_run_is_flagged_and_the_global_one_is_not(monkeypatch):
     for source, valid in (("local", False), ("global", True)):
         exp = _experiment(["dp_pfeddsu"], ("rounds=1", f'dsu_mask="{source}"'))
         _, _, summary = _run(exp, "dp_pfeddsu", "fast", monkeypatch)
-        assert summary["privacy"]["guarantee"]["valid"] is valid
+        assert summary.privacy["guarantee"]["valid"] is valid
         if not valid:
-            assert "dsu_mask='local'" in summary["privacy"]["guarantee"]["why_not_valid"]
+            assert "dsu_mask='local'" in summary.privacy["guarantee"]["why_not_valid"]
 
 
 def test_a_model_without_a_dense_head_is_refused_in_one_line():

@@ -56,8 +56,8 @@ def test_fedrep_gives_the_same_model_and_heads_on_both_backends(noise, monkeypat
         for now, start in zip(run["store"].values, run["initial"]):
             np.testing.assert_array_equal(now[never], start[never])      # untouched heads
             assert not np.allclose(now[~never], start[~never])           # trained heads
-    assert summary["personal"]["split"] == "head"
-    assert summary["headline_metric"] == "personal_test_accuracy"
+    assert summary.personal["split"] == "head"
+    assert summary.headline_metric == "personal_test_accuracy"
 
 
 def test_the_tff_backend_returns_personal_parts_in_cohort_order():
@@ -117,7 +117,7 @@ def test_a_new_plug_in_runs_on_both_backends_without_touching_them(monkeypatch):
     for a, b in zip(tff["store"].values + tff["runner"].weights,
                     fast["store"].values + fast["runner"].weights):
         np.testing.assert_allclose(a, b, atol=TOL)
-    assert summary["plan"]["rates"] == [0.3] and 0 <= rows[-1]["personal_test_accuracy"] <= 1
+    assert summary.plan["rates"] == [0.3] and 0 <= rows[-1]["personal_test_accuracy"] <= 1
 
 
 def test_the_engine_dispatches_on_no_method_name():

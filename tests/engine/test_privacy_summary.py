@@ -13,7 +13,7 @@ def _summary(method, **keys):
                                      expected_rate=0.2, local_steps=1, backend="fast",
                                      test_examples=100, **keys)))
     _, summary, ledger = run_method(prepare(cfg), method)
-    return summary["privacy"], ledger
+    return summary.privacy, ledger
 
 
 @pytest.mark.parametrize("noise_draw,trusted", [("client", False), ("group", True)])
@@ -50,7 +50,7 @@ def test_server_epsilon_of_three_default_run_clients_matches_an_independent_acco
         _, summary, ledger = run_method(exp, method, progress=False)
         server = ledger.server_epsilons()
         sigmas = exp.plans[method].noise_multipliers
-        for g, row in summary["privacy"]["groups"].items():
+        for g, row in summary.privacy["groups"].items():
             members = np.flatnonzero(ledger.groups == int(g))
             top = members[np.argmax(ledger.participation[members])]
             k = int(ledger.participation[top])
@@ -63,9 +63,9 @@ def test_server_epsilon_of_three_default_run_clients_matches_an_independent_acco
             assert server[top] <= theirs * (1 + 1e-9)
             assert row["server_epsilon"] == pytest.approx(server[members].max())
             assert row["server_epsilon"] > row["realised_epsilon"]     # no amplification
-        assert summary["privacy"]["within_budget"]
-        assert summary["privacy"]["within_budget_server"] is False
-        assert "exceeded" in summary["privacy"]["guarantee"]["budget_met_against"]
+        assert summary.privacy["within_budget"]
+        assert summary.privacy["within_budget_server"] is False
+        assert "exceeded" in summary.privacy["guarantee"]["budget_met_against"]
 
 
 def test_server_drawn_noise_has_no_server_epsilon():
@@ -81,9 +81,9 @@ def test_tffs_adaptive_factory_is_reported_as_server_drawn():
                                      adaptive_clipping="tff", test_examples=100)))
     assert cfg.noise_draw == "client"
     _, summary, _ = run_method(prepare(cfg), "idp_fedavg", progress=False)
-    g = summary["privacy"]["guarantee"]
+    g = summary.privacy["guarantee"]
     assert g["trusted_server"] is True and g["noise_drawn_by"].startswith("the server")
-    assert all("server_epsilon" not in row for row in summary["privacy"]["groups"].values())
+    assert all("server_epsilon" not in row for row in summary.privacy["groups"].values())
     ours = _summary("idp_fedavg", adaptive_clipping="ours")[0]["guarantee"]
     assert ours["trusted_server"] is False
 
@@ -103,7 +103,7 @@ def test_ms_pafl_is_not_covered_by_the_papers_bounds_and_gets_the_one_that_holds
         "local_epsilon=1.0", "local_delta=1e-4", "delta=1e-4", "budgets=[1.0]",
         "group_ratios=[1.0]", 'partition="shards"', 'backend="fast"'])
     _, summary, ledger = run_method(prepare(cfg), method, progress=False)
-    privacy = summary["privacy"]
+    privacy = summary.privacy
     g = privacy["guarantee"]
     assert g["valid"] is True and "why_not_valid" not in g
     assert g["table_epsilon_covers"] is covers
@@ -114,7 +114,7 @@ def test_ms_pafl_is_not_covered_by_the_papers_bounds_and_gets_the_one_that_holds
     assert list(g["observers"]) == ["server_and_model_viewers"]
     # the run table shows the bound that holds in both columns, the accountant named
     from tff_idp.run import EPS_SERVER, EPS_VIEWERS, summary_rows
-    row = summary_rows([dict(summary, method=method)])[0]
+    row = summary_rows([summary])[0]
     cover = f"{privacy['covering_epsilon_max']:.3g} covering (rdp"
     assert row[EPS_VIEWERS].startswith(cover) and row[EPS_SERVER].startswith(cover)
     z = privacy["local_noise_std"] / (2 * cfg.clip)

@@ -129,7 +129,7 @@ def test_a_broken_checkpoint_is_set_aside_and_the_run_starts_over(tmp_path, capf
     path.write_bytes(damage(path.read_bytes()))
     again, summary, _ = run_method(exp, "p_fedavg", progress=False, checkpoint_dir=folder)
     assert line in capfd.readouterr().err
-    assert summary["resumed_from_round"] is None
+    assert summary.resumed_from_round is None
     assert [r["test_accuracy"] for r in again] == [r["test_accuracy"] for r in rows]
 
 

@@ -23,20 +23,20 @@ def test_the_summary_accounts_for_training_evaluation_and_set_up(tmp_path):
     assert rows[0]["eval_seconds"] == "" and all(float(r["eval_seconds"]) > 0 for r in rows[1:])
     train = sum(float(r["seconds"]) for r in rows)
     evals = sum(float(r["eval_seconds"]) for r in rows[1:])
-    assert summary["seconds_total"] == pytest.approx(train, abs=1e-3)
-    assert summary["seconds_eval"] == pytest.approx(evals, abs=1e-3)
-    assert summary["seconds_setup"] >= 5.0
-    assert summary["seconds_wall"] == pytest.approx(
-        train + evals + summary["seconds_setup"], abs=1e-3)
-    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
+    assert summary.seconds_total == pytest.approx(train, abs=1e-3)
+    assert summary.seconds_eval == pytest.approx(evals, abs=1e-3)
+    assert summary.seconds_setup >= 5.0
+    assert summary.seconds_wall == pytest.approx(
+        train + evals + summary.seconds_setup, abs=1e-3)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary.to_dict()
     # one process trained it: one segment, the rounds' own seconds, this machine
-    (seg,) = summary["segments"]
+    (seg,) = summary.segments
     assert seg["rounds"] == [1, 3] and seg["seconds"] == pytest.approx(train, abs=1e-3)
     assert seg["eval_seconds"] == pytest.approx(evals, abs=1e-3) and seg["cpu_seconds"] > 0
-    assert seg["machine"] == summary["machine"] and seg["machine"]["cores"] >= 1
+    assert seg["machine"] == summary.machine and seg["machine"]["cores"] >= 1
     # its own peak memory: at least the process's size now, far below an earlier larger peak
-    assert summary["peak_memory_scope"] == "run"
-    assert summary["peak_memory_bytes"] >= 100 * 2 ** 20
+    assert summary.peak_memory_scope == "run"
+    assert summary.peak_memory_bytes >= 100 * 2 ** 20
 
 
 def test_the_peak_memory_is_the_runs_own_after_a_reset():
@@ -63,7 +63,7 @@ def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(t
     exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                      "checkpoint_every=2", 'backend="fast"']))
     rows, whole, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
-    assert whole["seconds_wall"] is not None and "eval_seconds" in rows[0]
+    assert whole.seconds_wall is not None and "eval_seconds" in rows[0]
     real = loop.load_checkpoint
 
     def old_checkpoint(folder, fingerprint):
@@ -74,8 +74,8 @@ def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(t
 
     monkeypatch.setattr(loop, "load_checkpoint", old_checkpoint)
     _, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
-    assert resumed["resumed_from_round"] == 2
-    assert resumed["seconds_eval"] is None and resumed["seconds_wall"] is None
+    assert resumed.resumed_from_round == 2
+    assert resumed.seconds_eval is None and resumed.seconds_wall is None
 
 
 def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_path,
@@ -91,13 +91,13 @@ def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_p
     first_rows, first, _ = loop.run_method(exp, "p_fedavg", progress=False,
                                            checkpoint_dir=tmp_path)
     rows, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
-    assert resumed["resumed_from_round"] == 2
-    before, mine = resumed["segments"]
+    assert resumed.resumed_from_round == 2
+    before, mine = resumed.segments
     assert before["rounds"] == [1, 2] and mine["rounds"] == [3, 3]
     assert before["seconds"] == pytest.approx(sum(r["seconds"] for r in first_rows[:2]),
                                               abs=1e-3)
-    assert before["machine"] == first["machine"] and mine["machine"] == resumed["machine"]
-    assert before["seconds"] + mine["seconds"] == pytest.approx(resumed["seconds_total"],
+    assert before["machine"] == first.machine and mine["machine"] == resumed.machine
+    assert before["seconds"] + mine["seconds"] == pytest.approx(resumed.seconds_total,
                                                                  abs=1e-3)
     real = loop.load_checkpoint
 
@@ -108,7 +108,7 @@ def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_p
 
     monkeypatch.setattr(loop, "load_checkpoint", old_checkpoint)
     _, resumed, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
-    before, mine = resumed["segments"]
+    before, mine = resumed.segments
     assert before["rounds"] == [1, 2] and before["machine"] is None
     assert before["cpu_seconds"] is None and mine["rounds"] == [3, 3]
 
@@ -121,8 +121,8 @@ def test_a_summary_without_readable_segments_counts_as_one_unrecorded_segment(se
     """Summaries from before segments were kept, or with a malformed list, never break a
     report: all the run's rounds on a machine not recorded."""
     from tff_idp.engine.segments import of_summary, summarise
-    s = {"rounds": 3, "seconds_total": 2.0, **({} if segments is None else
-                                              {"segments": segments})}
+    from tff_idp.results import RunSummary
+    s = RunSummary(rounds=3, seconds_total=2.0, segments=segments)
     assert of_summary(s) == [{"rounds": [1, 3], "seconds": 2.0, "machine": None}]
     assert summarise([of_summary(s)]) == {"processes": 0, "machines": 0,
                                           "unrecorded_rounds": 3, "kinds": {}}

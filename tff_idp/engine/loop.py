@@ -33,6 +33,7 @@ from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
+from ..results.summary import RunSummary
 from ..errors import RoundInterrupted
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
@@ -154,7 +155,7 @@ def check_methods(exp: Experiment) -> None:
 def run_method(exp: Experiment, method: str, progress: bool = True,
                on_round: Optional[Callable] = None, backend: Optional[str] = None,
                checkpoint_dir: Optional[Path] = None, started: Optional[float] = None):
-    """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, summary, ledger).
+    """Train ``method`` for ``cfg.rounds`` rounds. Returns (rows, :class:`RunSummary`, ledger).
 
     Random streams: cohort sampling from (seed, method), client noise from (seed, method,
     round, client) (``noise_draw="group"``: group noise from (seed, method, stream) and the
@@ -213,16 +214,16 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     # resident memory at its highest in this process since the run began (a resumed run:
     # its last process), the data already loaded included; "process" where the peak could
     # not be reset and earlier work in the process may have set it
-    summary["peak_memory_bytes"] = peak_rss_bytes()
-    summary["peak_memory_scope"] = "run" if own_peak else "process"
-    summary["segments"] = segments.upto(rows)    # which process and machine trained what
+    summary.peak_memory_bytes = peak_rss_bytes()
+    summary.peak_memory_scope = "run" if own_peak else "process"
+    summary.segments = segments.upto(rows)       # which process and machine trained what
     if audit is not None:
         t0 = time.perf_counter()
-        groups = summary["privacy"].get("groups")
-        summary["audit"] = audit.report(
+        groups = summary.groups
+        summary.audit = audit.report(
             runner.weights, ledger.delta,
             groups[str(audit.group)]["realised_epsilon"] if groups else "not private")
-        summary["audit"]["seconds"] = round(audit.seconds + time.perf_counter() - t0, 3)
+        summary.audit["seconds"] = round(audit.seconds + time.perf_counter() - t0, 3)
     return rows, summary, ledger
 
 
@@ -484,7 +485,8 @@ def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> Non
         "host": socket.gethostname(), "pid": os.getpid()}))
 
 
-def _summary(ctx: RunContext, state: RunState, start: int, split, setup: float) -> dict:
+def _summary(ctx: RunContext, state: RunState, start: int, split,
+             setup: float) -> RunSummary:
     """summary.json of the run that ``state`` ends (``start``: the rounds it resumed
     after; ``setup``: its start-up seconds)."""
     exp, method, personal_eval = ctx.exp, ctx.method, ctx.personal_eval
@@ -499,48 +501,46 @@ def _summary(ctx: RunContext, state: RunState, start: int, split, setup: float) 
     # no evaluation or wall time then, rather than a part of it
     timed = all(e not in (None, "") for e in evals)
     eval_total = float(sum(float(e) for e in evals)) if timed else None
-    summary = {
-        "method": method,
-        "backend": runner.name,
-        "backend_mode": runner.mode,
-        "final_test_accuracy": rows[-1][headline],
-        "final_test_loss": rows[-1][headline.replace("accuracy", "loss")],
-        "headline_metric": headline,
-        **({"final_client_test_accuracy": rows[-1]["client_test_accuracy"],
-            "final_client_test_accuracy_std": rows[-1]["client_test_accuracy_std"]}
-           if "client_test_accuracy" in rows[-1] else {}),
-        "test_examples": int(len(exp.data.y_test)),
-        **({"curve_test_examples": int(min(cfg.curve_test_examples, len(exp.data.y_test)))}
-           if cfg.curve_test_examples and personal_eval is None else {}),
-        "rounds": cfg.rounds,
-        "resumed_from_round": start or None,
-        "seconds_total": float(np.sum(secs)),
-        "seconds_per_round_after_first": float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
-        "seconds_eval": eval_total,
-        "seconds_setup": round(setup, 4),
+    summary = RunSummary(
+        method=method,
+        backend=runner.name,
+        backend_mode=runner.mode,
+        final_test_accuracy=rows[-1][headline],
+        final_test_loss=rows[-1][headline.replace("accuracy", "loss")],
+        headline_metric=headline,
+        final_client_test_accuracy=rows[-1].get("client_test_accuracy"),
+        final_client_test_accuracy_std=rows[-1].get("client_test_accuracy_std"),
+        test_examples=int(len(exp.data.y_test)),
+        curve_test_examples=int(min(cfg.curve_test_examples, len(exp.data.y_test)))
+        if cfg.curve_test_examples and personal_eval is None else None,
+        rounds=cfg.rounds,
+        resumed_from_round=start or None,
+        seconds_total=float(np.sum(secs)),
+        seconds_per_round_after_first=float(np.mean(secs[1:])) if len(secs) > 1 else secs[0],
+        seconds_eval=eval_total,
+        seconds_setup=round(setup, 4),
         # a resumed run: every round's training and evaluation, the last process's set-up
-        "seconds_wall": float(np.sum(secs) + eval_total + setup) if timed else None,
-        "plan": plan_summary(plan, exp.setting),
-        "machine": segments.machine,
-        **({"data_note": exp.data.note} if exp.data.note else {}),
-        **plugin.summary_extras(plan, cfg),
-        **({} if split.trivial else {"personal": {
+        seconds_wall=float(np.sum(secs) + eval_total + setup) if timed else None,
+        plan=plan_summary(plan, exp.setting),
+        machine=segments.machine,
+        data_note=exp.data.note or None,
+        extras=plugin.summary_extras(plan, cfg),
+        personal=None if split.trivial else {
             "split": split.spec, "personal_parameters_per_client": split.personal_count,
             "shared_parameters": split.shared_count, "store_bytes": store.nbytes,
             "evaluation": "each client's model (shared part + its personal part) on the test "
-                          "examples of its training classes; mean over clients"}}),
-        "privacy": plugin.privacy_summary(plan, cfg, ledger, exp),
-    }
+                          "examples of its training classes; mean over clients"},
+        privacy=plugin.privacy_summary(plan, cfg, ledger, exp),
+    )
     if personal_eval is not None:
-        summary["final_test_accuracy_std"] = rows[-1]["personal_test_accuracy_std"]
+        summary.final_test_accuracy_std = rows[-1]["personal_test_accuracy_std"]
     tune = plugin.evaluation(cfg)
     if tune is not None:
-        summary["evaluation"] = (
+        summary.evaluation = (
             f"each client fine-tunes a throw-away copy of the read-out ({tune['tune']} "
             f"tensors, {tune['epochs']} epochs at lr {tune['lr']:g}) on its training examples "
             "and is tested on the test examples of its training classes; mean over clients")
-    summary |= best_validation(rows, headline)
-    return summary
+    return dataclasses.replace(summary, **best_validation(rows, headline))
 
 
 def best_validation(rows, headline: str) -> dict:

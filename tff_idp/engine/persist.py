@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import FolderLock, atomic_savefig, regular_file
-from ..results import RunFolder, write_csv, write_json
+from ..results import RunFolder, RunSummary, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT, ROWS
 from .fingerprint import run_fingerprint
 from .loop import HEARTBEAT, run_method
 
 
-def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
+def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
     """The summary of a finished run of ``method`` under ``cfg`` in ``folder``, or None when
     there is none to trust: every file must parse, the config's fingerprint must be this
     run's, and metrics.csv must hold ``cfg.rounds`` rows (a truncated or foreign file means
@@ -29,12 +29,12 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[dict]:
     folder = Path(folder)
     try:
         made = json.loads(regular_file(folder / "config.json").read_text())
-        summary = json.loads(regular_file(folder / "summary.json").read_text())
+        summary = RunSummary.from_dict(
+            json.loads(regular_file(folder / "summary.json").read_text()))
         with open(regular_file(folder / "metrics.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
         with open(regular_file(folder / "ledger.csv"), newline="") as f:
             list(csv.reader(f))
-        float(summary["final_test_accuracy"])
     except (OSError, ValueError, KeyError, TypeError, csv.Error):
         return None
     if not isinstance(made, dict) or made.get("fingerprint") != run_fingerprint(cfg, method):
@@ -87,7 +87,7 @@ def write_canaries(folder: Path, scores: dict, method: str) -> None:
 
 
 def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool = True,
-                    started: Optional[float] = None) -> dict:
+                    started: Optional[float] = None) -> RunSummary:
     cfg = exp.cfg
     with FolderLock(folder), RunFolder(folder, keep_partial=True) as tmp:
         rows, summary, ledger = run_method(exp, method, progress=progress, checkpoint_dir=tmp,
@@ -98,9 +98,9 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
             "plan": exp.plans[method].describe()})
         write_csv(tmp / "metrics.csv", rows)
         write_csv(tmp / "ledger.csv", list(ledger.client_rows()))
-        if "audit" in summary:          # per-canary scores: a CSV and a histogram, not JSON
-            write_canaries(tmp, summary["audit"].pop("canary_scores"), method)
-        write_json(tmp / "summary.json", summary)
+        if summary.audit is not None:   # per-canary scores: a CSV and a histogram, not JSON
+            write_canaries(tmp, summary.audit.pop("canary_scores"), method)
+        write_json(tmp / "summary.json", summary.to_dict())
         (tmp / CHECKPOINT).unlink(missing_ok=True)
         (tmp / ROWS).unlink(missing_ok=True)
         (tmp / HEARTBEAT).unlink(missing_ok=True)

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
+from ..results.summary import RunSummary
+
 
 def _read(path: str) -> Optional[str]:
     try:
@@ -128,10 +130,10 @@ def summarise(segments: List[List[dict]]) -> dict:
                              "seconds": v["seconds"]} for kind, v in kinds.items()}}
 
 
-def of_summary(summary: dict) -> List[dict]:
+def of_summary(summary: RunSummary) -> List[dict]:
     """A finished run's segments (summary.json ``segments``); a summary written before they
     were kept, or with a malformed list, is one segment of all its rounds, machine unknown."""
-    segs = summary.get("segments")
+    segs = summary.segments
     try:
         if isinstance(segs, list) and segs and all(
                 int(s["rounds"][0]) <= int(s["rounds"][1]) and
@@ -142,5 +144,5 @@ def of_summary(summary: dict) -> List[dict]:
             return segs
     except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         pass
-    return [{"rounds": [1, int(summary.get("rounds") or 0)],
-             "seconds": summary.get("seconds_total"), "machine": None}]
+    return [{"rounds": [1, int(summary.rounds or 0)],
+             "seconds": summary.seconds_total, "machine": None}]

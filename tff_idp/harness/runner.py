@@ -27,7 +27,7 @@ from .table import TableSpec, Unit, expand, unit_complete
 FAILED = "FAILED.txt"
 
 
-def run_unit(unit: Unit, progress: bool = False) -> dict:
+def run_unit(unit: Unit, progress: bool = False):
     """Train one unit into its folder (resuming from its checkpoint if one is there)."""
     import tensorflow as tf
     from ..engine.experiment import prepare

@@ -251,15 +251,15 @@ def plot_run_curves(folders: Dict[str, object], path: Path, title: str,
     for method, where in folders.items():
         runs = [read_run(f) for f in (where if isinstance(where, (list, tuple)) else [where])]
         s = runs[0][0]
-        covered = s.get("privacy", {}).get("guarantee", {}).get("valid") is not False
-        line, x = _seed_band(ax, [curve for _, curve in runs],
+        covered = s.guarantee.get("valid") is not False
+        line, x = _seed_band(ax, [curve for _, curve, _ in runs],
                              paper_name(method) + ("" if covered else " †"))
         banded |= len(runs) > 1
         last_round = max(last_round, int(x[-1]))
         paper = (reference or {}).get(method)
         if paper is not None:
             stars.append((paper, line.get_color()))
-        metrics.add(s.get("headline_metric", "test_accuracy"))
+        metrics.add(s.headline_metric)
     for i, (paper, color) in enumerate(stars):
         _paper_star(ax, last_round, paper, color, i)
     _star_margin(ax, last_round, len(stars))

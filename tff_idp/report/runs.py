@@ -13,6 +13,7 @@ import numpy as np
 from ..atomic import regular_file
 from ..config import ConfigError
 from ..harness.table import TableSpec, Unit, unit_complete
+from ..results.summary import RunSummary, fraction
 
 
 def mean_std(values: List[float]):
@@ -36,7 +37,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     [each complete run's segments: ``engine.segments``]}} from the complete results folders."""
     from ..engine.segments import of_summary
     from ..harness import cost
-    from ..results import is_complete, reported_accuracy
+    from ..results import is_complete
     cells: Dict[tuple, dict] = {}
     for u in units:
         c = cells.setdefault((u.dataset, u.column, u.method),
@@ -48,7 +49,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["missing"].append(u.label)
             continue
         try:
-            s, curve = read_run(u.folder)
+            s, curve, second = read_run(u.folder)
         except UnreadableRun as e:           # listed, counted as missing, never printed
             c["unreadable"].append(str(e))
             c["missing"].append(u.label)
@@ -57,27 +58,26 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["missing"].append(u.label)
             continue
         c["flops"] += cost.unit_cost(u.cfg)["flops"]
-        c["acc"].append(100.0 * reported_accuracy(s))
+        c["acc"].append(100.0 * s.reported_accuracy)
         c.setdefault("seeds", []).append(u.seed)
-        c["seconds"].append(float(s["seconds_total"]))
+        c["seconds"].append(float(s.seconds_total))
         c["segments"].append(of_summary(s))
-        c["wall"].append((float(s["seconds_setup"]), float(s["seconds_eval"]))
-                         if s.get("seconds_wall") is not None else None)
-        if s.get("data_note"):
-            c["notes"].add(s["data_note"])
-        guarantee = s.get("privacy", {}).get("guarantee", {})
-        if guarantee.get("valid") is False:
-            c["not_covered"].add(guarantee.get("why_not_valid", "not covered by the ledger"))
-        if s.get("privacy", {}).get("groups"):
-            c["observers"].append(s["privacy"])
-        if s.get("audit"):
-            c["audits"].append((u.seed, s["audit"]))
+        c["wall"].append((float(s.seconds_setup), float(s.seconds_eval))
+                         if s.seconds_wall is not None else None)
+        if s.data_note:
+            c["notes"].add(s.data_note)
+        if s.guarantee.get("valid") is False:
+            c["not_covered"].add(s.guarantee.get("why_not_valid", "not covered by the ledger"))
+        if s.groups:
+            c["observers"].append(s.privacy)
+        if s.audit:
+            c["audits"].append((u.seed, s.audit))
         c["curves"].append(curve)
-        c.setdefault("reported_rounds", []).append(s.get("best_validation_round"))
-        c["metric"] = s.get("headline_metric", "test_accuracy")
-        if isinstance(s.get("peak_memory_bytes"), (int, float)):
-            c.setdefault("peak_memory", []).append(float(s["peak_memory_bytes"]))
-        for key, value in s.get("second_metrics", {}).items():   # {seed: accuracy %}
+        c.setdefault("reported_rounds", []).append(s.best_validation_round)
+        c["metric"] = s.headline_metric
+        if isinstance(s.peak_memory_bytes, (int, float)):
+            c.setdefault("peak_memory", []).append(float(s.peak_memory_bytes))
+        for key, value in second.items():    # {seed: accuracy %}
             c.setdefault(key, {})[u.seed] = value
     return cells
 
@@ -98,59 +98,36 @@ class UnreadableRun(ValueError):
     """A complete-looking run folder whose files a report must not print from."""
 
 
-def _fraction(value, what: str) -> float:
-    v = float(value)
-    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
-        raise ValueError(f"{what} is {value!r}, not a fraction in [0, 1]")
-    return v
-
-
 def read_run(folder: Path):
-    """(summary, accuracy curve in %) of a run folder, or UnreadableRun("<file>: <why>"):
-    the reported accuracy a finite fraction in [0, 1], seconds finite and non-negative, the
-    privacy record (if any) an object, every per-round accuracy a fraction or empty / nan
-    (a round not evaluated)."""
-    from ..results import reported_accuracy
+    """(summary, accuracy curve in %, second accuracies) of a run folder, or
+    UnreadableRun("<file>: <why>"): the summary as :meth:`RunSummary.from_dict` checks it,
+    every per-round accuracy a fraction or empty / nan (a round not evaluated); the second
+    accuracies (:data:`SECOND_METRICS`, each run's last value in %) those the run records."""
     path = folder / "summary.json"
     try:
-        s = _read_json(path)
-        if not isinstance(s, dict):
-            raise ValueError("not a JSON object")
-        _fraction(reported_accuracy(s), "the accuracy")
-        seconds = float(s["seconds_total"])
-        if not (math.isfinite(seconds) and seconds >= 0):
-            raise ValueError(f"seconds_total is {s['seconds_total']!r}")
-        if s.get("seconds_wall") is not None:
-            float(s["seconds_setup"]), float(s["seconds_eval"])
-        for key in ("privacy", "plan", "audit"):
-            if key in s and not isinstance(s[key], dict):
-                raise ValueError(f"{key} is not an object")
-        if "groups" in s.get("privacy", {}) and not isinstance(s["privacy"]["groups"], dict):
-            raise ValueError("privacy.groups is not an object")
+        s = RunSummary.from_dict(_read_json(path))
     except KeyError as e:
         raise UnreadableRun(f"{path}: no {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
         raise UnreadableRun(f"{path}: {e}") from e
-    metric = s.get("headline_metric", "test_accuracy")   # personalised where it is
+    metric = s.headline_metric                  # personalised where it is
     path = folder / "metrics.csv"
+    last = {}                                   # each second accuracy the run records: its last
     try:
         with open(regular_file(path)) as f:
             rows = list(csv.DictReader(f))
-        curve = [100.0 * _fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
+        curve = [100.0 * fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
                  if r.get(metric) not in (None, "", "nan") else math.nan for r in rows]
-        last = {}                        # each second accuracy the run records: its last
         for key, column in SECOND_METRICS.items():
-            values = [100.0 * _fraction(r[column], f"{column} of round {r.get('round', '?')}")
+            values = [100.0 * fraction(r[column], f"{column} of round {r.get('round', '?')}")
                       for r in rows if r.get(column) not in (None, "", "nan")]
             if values:
                 last[key] = values[-1]
-        if last:
-            s = dict(s, second_metrics=last)
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
         raise UnreadableRun(f"{path}: {e}") from e
-    return s, curve
+    return s, curve, last
 
 
 CURVES = "curves.csv"      # each run's accuracy per round, beside the report

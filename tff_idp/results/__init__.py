@@ -1,6 +1,5 @@
-"""Run folders, atomic writes and table rendering."""
-from .store import (RunFolder, format_table, is_complete, reported_accuracy, write_csv,
-                    write_json)
+"""Run folders, atomic writes, the run summary and table rendering."""
+from .store import RunFolder, format_table, is_complete, write_csv, write_json
+from .summary import RunSummary
 
-__all__ = ["RunFolder", "format_table", "is_complete", "reported_accuracy", "write_csv",
-           "write_json"]
+__all__ = ["RunFolder", "RunSummary", "format_table", "is_complete", "write_csv", "write_json"]

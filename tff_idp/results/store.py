@@ -45,12 +45,6 @@ def write_csv(path: Path, rows: List[dict]) -> None:
 RunFolder = AtomicFolder
 
 
-def reported_accuracy(summary: dict) -> float:
-    """A run summary's accuracy as tables report it: at the round of best validation when
-    the run had a validation split (paper 001's protocol), else the final one."""
-    return float(summary.get("reported_test_accuracy", summary["final_test_accuracy"]))
-
-
 def is_complete(path: Path) -> bool:
     return (Path(path) / "summary.json").is_file()
 
