@@ -19,9 +19,12 @@ DIST = {"numpy": "numpy", "scipy": "scipy", "sklearn": "scikit-learn", "tqdm": "
         "tensorflow": "tensorflow", "tensorflow_datasets": "tensorflow-datasets"}
 
 
-def _third_party_imports():
+PEERS = ROOT / "tff_idp" / "peers"     # run in their own environment (requirements-peers.txt)
+
+
+def _third_party_imports(paths=None):
     names = set()
-    for path in (ROOT / "tff_idp").rglob("*.py"):
+    for path in paths or [p for p in (ROOT / "tff_idp").rglob("*.py") if PEERS not in p.parents]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names |= {a.name.split(".")[0] for a in node.names}
@@ -36,6 +39,18 @@ def test_dependencies_cover_every_third_party_import():
     imported = _third_party_imports()
     assert imported - set(DIST) == {"tensorflow_federated"}     # the set-up script's
     assert {DIST[n] for n in imported if n in DIST} <= declared
+
+
+def test_the_peer_workloads_imports_are_pinned_in_the_peer_requirements():
+    """tff_idp/peers/ runs in .venv-peers (scripts/peer_env.sh), never with the package's
+    environment: what it imports is pinned in requirements-peers.txt, TensorFlow >= 2.16."""
+    pins = dict(line.split("==") for line in
+                (ROOT / "requirements-peers.txt").read_text().splitlines()
+                if line.strip() and not line.startswith("#"))
+    pinned = {name.lower().replace("_", "-") for name in pins}
+    assert _third_party_imports(sorted(PEERS.glob("*.py"))) <= {"numpy", "tensorflow", "pfl"}
+    assert {"numpy", "tensorflow", "pfl", "tf-keras"} <= pinned
+    assert tuple(int(x) for x in pins["tensorflow"].split(".")[:2]) >= (2, 16)
 
 
 def test_the_console_script_dispatches_to_every_tool(capsys):

@@ -8,7 +8,10 @@ setting (Table I: 71 clients per round = 10% of 712, 30 local steps of batch 4, 
 on synthetic 80-character sequences (``--model char_lstm_torch``: the same layers with PyTorch's
 initialisers; ``--sequence-targets``: a target at every position, TFF's task, which the
 Shakespeare cells run), and the ``eval`` runner times evaluation's forward pass
-over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``). Each
+over ``--eval-examples`` test sequences (shared weights, the engine's ``evaluate``).
+``--peers pfl`` also times pfl-research's simulated FedAvg with its central Gaussian
+mechanism on the same workload (``tff_idp/peers/pfl_round.py``, run in the environment
+``scripts/peer_env.sh`` makes), and gives each runner's time over the peer's. Each
 runner gets ``--warmup`` rounds, then ``--rounds`` timed rounds on the same cohort. The ceiling is the same number of
 example-steps as plain TF training steps at batch ``clients * batch``. Prints a table, writes
 JSON (seconds per round, ratios, peak memory).
@@ -47,6 +50,16 @@ IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20
 SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
 TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
+# peer frameworks (--peers): each one's workload file under tff_idp/peers/, run with the
+# Python of its own environment, and the image models it builds
+PEERS = {"pfl": ("pfl_round.py", ("cnn2", "cnn2_same"))}
+PEER_ENV = Path(__file__).resolve().parents[1] / ".venv-peers"
+
+
+def peer_python() -> Path:
+    """The peer environment's Python (``$TFF_IDP_PEER_ENV``, else ``.venv-peers/`` of the
+    project, made by ``scripts/peer_env.sh``)."""
+    return Path(os.environ.get("TFF_IDP_PEER_ENV") or PEER_ENV) / "bin" / "python"
 
 
 def _clients_and_lanes(item: str):
@@ -85,6 +98,19 @@ def _bad_argument(args):
             return f"--{key.replace('_', '-')}={value}: must be >= 1"
     if args.warmup < 0:
         return f"--warmup={args.warmup}: must be >= 0"
+    args.peer_list = [x for x in (args.peers or "").split(",") if x]
+    for peer in args.peer_list:
+        if peer not in PEERS:
+            return f"--peers={args.peers!r}: peers are {', '.join(PEERS)}"
+        if args.method is not None or (args.model or "cnn2") not in PEERS[peer][1]:
+            return (f"--peers={peer}: its workload builds {' and '.join(PEERS[peer][1])} "
+                    f"only, not {args.method or args.model!r}")
+        if not peer_python().is_file():
+            return (f"--peers={peer}: no peer environment at {peer_python().parents[1]}; "
+                    "create it with: bash scripts/peer_env.sh")
+        why = _peer_unusable(peer)
+        if why:
+            return f"--peers={peer}: {why}"
     from .atomic import check_writable_dir
     from .config import ConfigError
     try:                                # where the JSON goes, before minutes of work
@@ -167,6 +193,10 @@ def main(argv=None) -> int:
                    help="untimed rounds per runner first (tracing; default 1)")
     p.add_argument("--only", default=",".join(RUNNERS),
                    help="comma list of runners to time: " + ", ".join(RUNNERS))
+    p.add_argument("--peers", default=None,
+                   help="also time a peer framework on the same workload, in its own "
+                   "environment (pfl: pfl-research's FedAvg with its central Gaussian "
+                   "mechanism; scripts/peer_env.sh makes .venv-peers)")
     p.add_argument("--out", default="results/bench.json", help="where the JSON goes")
     args = p.parse_args(argv)
     why = _bad_argument(args)
@@ -202,6 +232,9 @@ def main(argv=None) -> int:
         [types.SimpleNamespace(backend="fast", fast_lanes=lanes, device="auto")])
     try:
         return _bench(args, only, import_tff())
+    except RuntimeError as e:          # a peer's workload failed: its last line
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     finally:
         close_tff()
 
@@ -310,6 +343,9 @@ def _bench(args, only, tff):
         results["eval"] = _timed(lambda: evaluate(model, x_test, y_test), args.warmup,
                                  args.rounds)
 
+    for peer in args.peer_list:
+        results[peer] = _peer_round(peer, args)
+
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"config": vars(args), "seconds_per_round": {n: r[0] for n, r in results.items()},
            "all_rounds": {n: r[1] for n, r in results.items()}, "peak_rss_mb": peak_mb,
@@ -323,6 +359,8 @@ def _bench(args, only, tff):
         out["speedup_vs_stock"] = {n: sec["stock_tff"] / s for n, s in sec.items()}
     if "ceiling" in sec:
         out["x_ceiling"] = {n: s / sec["ceiling"] for n, s in sec.items()}
+    for peer in args.peer_list:         # our time over the peer's: below 1 is faster
+        out[f"x_{peer}"] = {n: s / sec[peer] for n, s in sec.items()}
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
@@ -335,6 +373,8 @@ def _bench(args, only, tff):
             extra.append(f"{out['speedup_vs_stock'][n]:.2f}x faster than stock")
         if "x_ceiling" in out:
             extra.append(f"{out['x_ceiling'][n]:.2f}x the ceiling")
+        extra += [f"{out[f'x_{peer}'][n]:.2f}x {peer}'s time" for peer in args.peer_list
+                  if n != peer]
         mode = f" ({modes[n]})" if n in modes else ""
         print(f"  {n:<16} {s:8.3f} s/round  " + ", ".join(extra) + mode)
     if "eval_seconds_per_1000" in out:
@@ -347,6 +387,47 @@ def _bench(args, only, tff):
               "as `run` sets it for fast_lanes > 1); a run without lanes times them at "
               "TensorFlow's default")
     return 0
+
+
+def _peer_command(peer: str, *flags: str) -> list:
+    return [str(peer_python()), str(Path(__file__).resolve().parent / "peers" / PEERS[peer][0]),
+            *flags]
+
+
+def _peer_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+        "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _peer_unusable(peer: str):
+    """Why the peer's environment cannot run its workload (its last line of error), or None:
+    its imports are tried before any work."""
+    import subprocess
+    done = subprocess.run(_peer_command(peer, "--check"), capture_output=True, text=True,
+                          env=_peer_env())
+    if done.returncode == 0:
+        return None
+    why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"the peer environment at {peer_python().parents[1]} cannot run it ({why})"
+
+
+def _peer_round(peer: str, args):
+    """(median seconds per round, every timed round) of ``peer``'s workload on this
+    workload (same model, cohort, steps, batch, learning rate; clip and noise multiplier
+    1.0, as our runners), run in its own environment; RuntimeError with its last line when
+    it fails."""
+    import subprocess
+    cmd = _peer_command(peer, "--model", args.model, "--clients", str(args.clients),
+                        "--steps", str(args.steps), "--batch", str(args.batch), "--lr", "0.1",
+                        "--clip", "1.0", "--noise-multiplier", "1.0",
+                        "--rounds", str(args.rounds), "--warmup", str(args.warmup))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_peer_env())
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"--peers={peer}: its workload failed: {why}")
+    got = json.loads(lines[-1])
+    return got["seconds_per_round"], got["rounds"]
 
 
 def _bench_method(args) -> int:

@@ -1,0 +1,57 @@
+"""``python -m tff_idp.bench --peers pfl``: pfl-research timed on the bench's workload in its
+own environment (scripts/peer_env.sh). The environment is optional: bad flags and a missing
+or broken environment are one-line errors everywhere; the peer run itself is tested only
+where ``.venv-peers`` exists (it is not installed by the README's commands, nor in CI)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tff_idp import bench
+
+from .test_cli_conventions import _one_line_error
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--peers", "flower"], "--peers='flower': peers are pfl"),
+    (["--peers", "pfl", "--model", "char_lstm"],
+     "--peers=pfl: its workload builds cnn2 and cnn2_same only, not 'char_lstm'"),
+    (["--peers", "pfl", "--method", "dp_pfeddsu"], "--peers=pfl: its workload builds"),
+])
+def test_bad_peer_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):
+    assert bench.main(flags + ["--out", str(tmp_path / "b.json")]) == 2
+    _one_line_error(capfd, needle)
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_a_missing_peer_environment_says_how_to_make_it(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("TFF_IDP_PEER_ENV", str(tmp_path / "none"))
+    assert bench.main(["--peers", "pfl", "--out", str(tmp_path / "b.json")]) == 2
+    _one_line_error(capfd, "create it with: bash scripts/peer_env.sh")
+
+
+def test_a_peer_environment_without_pfl_is_refused_before_any_work(tmp_path, capfd,
+                                                                   monkeypatch):
+    """An environment that exists but cannot import the workload's packages: its import
+    error in the one line, before our runners start."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")],
+                   check=True, timeout=120)
+    monkeypatch.setenv("TFF_IDP_PEER_ENV", str(tmp_path / "env"))
+    assert bench.main(["--peers", "pfl", "--out", str(tmp_path / "b.json")]) == 2
+    _one_line_error(capfd, "cannot run it (ModuleNotFoundError: No module named 'numpy')")
+
+
+@pytest.mark.skipif(not bench.peer_python().is_file(),
+                    reason="no .venv-peers (bash scripts/peer_env.sh makes it)")
+def test_the_bench_times_pfl_on_the_same_workload(tmp_path, capsys):
+    """Both in one run: our fast backend and pfl on 4 clients; the JSON has pfl's seconds
+    and each runner's time over pfl's."""
+    out = tmp_path / "b.json"
+    assert bench.main(["--only", "fast", "--clients", "4", "--steps", "2", "--rounds", "1",
+                       "--warmup", "0", "--peers", "pfl", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert set(got["seconds_per_round"]) == {"ours_fast", "pfl"}
+    assert got["x_pfl"]["ours_fast"] == pytest.approx(
+        got["seconds_per_round"]["ours_fast"] / got["seconds_per_round"]["pfl"])
+    assert "x pfl's time" in capsys.readouterr().out
