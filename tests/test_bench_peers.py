@@ -15,8 +15,11 @@ from .test_cli_conventions import _one_line_error
 
 @pytest.mark.parametrize("flags,needle", [
     (["--peers", "flower"], "--peers='flower': peers are pfl"),
-    (["--peers", "pfl", "--model", "char_lstm"],
-     "--peers=pfl: its workload builds cnn2 and cnn2_same only, not 'char_lstm'"),
+    (["--peers", "pfl", "--model", "char_lstm_torch"],
+     "--peers=pfl: its workload builds cnn2, cnn2_same, char_lstm (a target after the last "
+     "character) only, not 'char_lstm_torch'"),
+    (["--peers", "pfl", "--model", "char_lstm", "--sequence-targets"],
+     "only, not 'char_lstm' with --sequence-targets"),
     (["--peers", "pfl", "--method", "dp_pfeddsu"], "--peers=pfl: its workload builds"),
 ])
 def test_bad_peer_flags_are_one_line_exit_2(flags, needle, tmp_path, capfd):

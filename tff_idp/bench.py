@@ -52,7 +52,7 @@ TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
 # peer frameworks (--peers): each one's workload file under tff_idp/peers/, run with the
 # Python of its own environment, and the image models it builds
-PEERS = {"pfl": ("pfl_round.py", ("cnn2", "cnn2_same"))}
+PEERS = {"pfl": ("pfl_round.py", ("cnn2", "cnn2_same", "char_lstm"))}
 PEER_ENV = Path(__file__).resolve().parents[1] / ".venv-peers"
 
 
@@ -102,9 +102,12 @@ def _bad_argument(args):
     for peer in args.peer_list:
         if peer not in PEERS:
             return f"--peers={args.peers!r}: peers are {', '.join(PEERS)}"
-        if args.method is not None or (args.model or "cnn2") not in PEERS[peer][1]:
-            return (f"--peers={peer}: its workload builds {' and '.join(PEERS[peer][1])} "
-                    f"only, not {args.method or args.model!r}")
+        if args.method is not None or args.sequence_targets or \
+                (args.model or "cnn2") not in PEERS[peer][1]:
+            return (f"--peers={peer}: its workload builds {', '.join(PEERS[peer][1])} "
+                    "(a target after the last character) only, not "
+                    f"{args.method or args.model or 'cnn2'!r}"
+                    + (" with --sequence-targets" if args.sequence_targets else ""))
         if not peer_python().is_file():
             return (f"--peers={peer}: no peer environment at {peer_python().parents[1]}; "
                     "create it with: bash scripts/peer_env.sh")
@@ -413,12 +416,13 @@ def _peer_unusable(peer: str):
 
 def _peer_round(peer: str, args):
     """(median seconds per round, every timed round) of ``peer``'s workload on this
-    workload (same model, cohort, steps, batch, learning rate; clip and noise multiplier
-    1.0, as our runners), run in its own environment; RuntimeError with its last line when
+    workload (same model, cohort, steps, batch, learning rate and momentum; clip and noise
+    multiplier 1.0, as our runners), run in its own environment; RuntimeError with its last line when
     it fails."""
     import subprocess
     cmd = _peer_command(peer, "--model", args.model, "--clients", str(args.clients),
                         "--steps", str(args.steps), "--batch", str(args.batch), "--lr", "0.1",
+                        "--momentum", str(args.momentum or 0.0),
                         "--clip", "1.0", "--noise-multiplier", "1.0",
                         "--rounds", str(args.rounds), "--warmup", str(args.warmup))
     done = subprocess.run(cmd, capture_output=True, text=True, env=_peer_env())

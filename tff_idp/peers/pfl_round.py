@@ -1,7 +1,7 @@
 """Seconds per round of pfl-research's simulated FedAvg with its central Gaussian mechanism
-on the bench's FMNIST workload: the same CNN (582,026 parameters), the same cohort of
-clients each taking ``--steps`` SGD steps of batch ``--batch`` on its own synthetic
-28x28x1 examples, each update clipped to ``--clip`` and the cohort's sum noised at
+on the bench's workload: the same model (the FMNIST CNN, 582,026 parameters, or LEAF's
+Shakespeare LSTM, 817,872), the same cohort of clients each taking ``--steps`` SGD steps
+(``--momentum``) of batch ``--batch`` on its own synthetic examples, each update clipped to ``--clip`` and the cohort's sum noised at
 ``--noise-multiplier`` (pfl's ``CentrallyAppliedPrivacyMechanism(GaussianMechanism)``: the
 server draws the noise, where the bench's ``fast`` runner has each client draw its share).
 
@@ -34,13 +34,24 @@ def cnn2(tf, padding):
     ])
 
 
+def char_lstm(tf):
+    """LEAF's Shakespeare model, as tff_idp.models.char_lstm builds it (the next character
+    after 80): 817,872 parameters."""
+    k = tf.keras
+    return k.Sequential([
+        k.layers.Input((80,), dtype="int32"), k.layers.Embedding(80, 8),
+        k.layers.LSTM(256, return_sequences=True), k.layers.LSTM(256), k.layers.Dense(80),
+    ])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="cnn2", choices=["cnn2", "cnn2_same"])
+    p.add_argument("--model", default="cnn2", choices=["cnn2", "cnn2_same", "char_lstm"])
     p.add_argument("--clients", type=int, default=120)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--noise-multiplier", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=3)
@@ -71,11 +82,19 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     n = args.clients
     per = args.steps * args.batch
-    data = {u: [rng.random((per, 28, 28, 1), np.float32),
-                rng.integers(0, 10, per).astype(np.int32)] for u in range(n)}
+    if args.model == "char_lstm":           # LEAF's 80 symbols, sequences of 80
+        data = {u: [rng.integers(0, 80, (per, 80)).astype(np.int32),
+                    rng.integers(0, 80, per).astype(np.int32)] for u in range(n)}
+        model = char_lstm(tf)
+    else:
+        data = {u: [rng.random((per, 28, 28, 1), np.float32),
+                    rng.integers(0, 10, per).astype(np.int32)] for u in range(n)}
+        model = cnn2(tf, "valid" if args.model == "cnn2" else "same")
     fed = FederatedDataset.from_slices(data, get_user_sampler("minimize_reuse", list(range(n))))
-    model = cnn2(tf, "valid" if args.model == "cnn2" else "same")
-    model.compile(loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    # pfl trains each client with the model's compiled optimizer, its state reset per client
+    # (Keras' default would be RMSprop): plain SGD, with momentum where the setting has it
+    model.compile(optimizer=tf.keras.optimizers.SGD(args.lr, momentum=args.momentum),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     pfl_model = TFModel(model, metrics={}, central_optimizer=tf.keras.optimizers.SGD(1.0))
     trained = sum(int(np.prod(v.shape)) for v in pfl_model.variable_map.values())
     if trained != model.count_params():
