@@ -31,7 +31,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 def test_a_finished_run_is_complete(finished):
     cfg, folder = finished
-    assert complete_run(folder, cfg, "p_fedavg")["method"] == "p_fedavg"
+    assert complete_run(folder, cfg, "p_fedavg").method == "p_fedavg"
     other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30", "seed=1"])
     assert complete_run(folder, other, "p_fedavg") is None          # another config's
 
