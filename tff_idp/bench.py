@@ -51,7 +51,7 @@ SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
 TEXT_MODELS = tuple(SETTINGS)
 FMNIST_SETTING = (120, 5, 10, 0.0)
 # peer frameworks (--peers): each one's workload file under tff_idp/peers/, run with the
-# Python of its own environment, and the image models it builds
+# Python of its own environment, and the models it builds
 PEERS = {"pfl": ("pfl_round.py", ("cnn2", "cnn2_same", "char_lstm"))}
 PEER_ENV = Path(__file__).resolve().parents[1] / ".venv-peers"
 
@@ -402,6 +402,11 @@ def _peer_env() -> dict:
         "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
+def _last_line(done) -> str:
+    """A failed peer process's last line of error."""
+    return (done.stderr.strip().splitlines() or ["no output"])[-1]
+
+
 def _peer_unusable(peer: str):
     """Why the peer's environment cannot run its workload (its last line of error), or None:
     its imports are tried before any work."""
@@ -410,15 +415,14 @@ def _peer_unusable(peer: str):
                           env=_peer_env())
     if done.returncode == 0:
         return None
-    why = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return f"the peer environment at {peer_python().parents[1]} cannot run it ({why})"
+    return f"the peer environment at {peer_python().parents[1]} cannot run it ({_last_line(done)})"
 
 
 def _peer_round(peer: str, args):
     """(median seconds per round, every timed round) of ``peer``'s workload on this
     workload (same model, cohort, steps, batch, learning rate and momentum; clip and noise
-    multiplier 1.0, as our runners), run in its own environment; RuntimeError with its last line when
-    it fails."""
+    multiplier 1.0, as our runners), run in its own environment; RuntimeError with its last
+    line when it fails."""
     import subprocess
     cmd = _peer_command(peer, "--model", args.model, "--clients", str(args.clients),
                         "--steps", str(args.steps), "--batch", str(args.batch), "--lr", "0.1",
@@ -428,8 +432,7 @@ def _peer_round(peer: str, args):
     done = subprocess.run(cmd, capture_output=True, text=True, env=_peer_env())
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"--peers={peer}: its workload failed: {why}")
+        raise RuntimeError(f"--peers={peer}: its workload failed: {_last_line(done)}")
     got = json.loads(lines[-1])
     return got["seconds_per_round"], got["rounds"]
 
