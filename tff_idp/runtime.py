@@ -141,37 +141,58 @@ def import_tff():
     return tff
 
 
-def die_with_parent(parent: int, signum: int = signal.SIGKILL):
-    """In a child, between fork and exec: ask Linux to send it ``signum`` when its parent
-    dies (prctl PR_SET_PDEATHSIG); if the parent is already gone, send it now."""
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signum))   # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os.kill(os.getpid(), int(signum))
+def with_parent_death(command, signum: int = signal.SIGKILL) -> list:
+    """``command`` (a list) wrapped so that the process it starts is sent ``signum`` when
+    this process's starting thread ends (Linux's parent-death signal; ``exec_with_parent_death``
+    arms it and execs the command in the same pid). No Python runs in the forked child, unlike
+    a ``preexec_fn``, which can crash or deadlock a child forked from a threaded process."""
+    import sys
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "exec_with_parent_death.py")
+    return [sys.executable, "-I", "-S", launcher, str(os.getpid()), str(int(signum)),
+            *[str(a) for a in command]]
+
+
+class WorkerStartError(RuntimeError):
+    """TFF's worker_binary exited before it answered: TFF itself would wait for it forever."""
 
 
 def _workers_die_with_parent() -> None:
-    """TFF starts ``worker_binary`` with ``subprocess.Popen`` in its executor factory; give
-    that module a Popen that sets the parent-death signal (Linux only). The kernel sends it
-    when the *thread* that started the worker ends: TFF starts it from its event-loop thread
-    ("target_fn"), which lives as long as the process (checked: one worker pid across
-    successive computations)."""
+    """TFF starts ``worker_binary`` with ``subprocess.Popen`` in its executor factory, then
+    polls ``time.sleep`` until the worker answers, with no limit. Give that module (only) a
+    Popen that starts the worker with the parent-death signal set (Linux only), and a sleep
+    that raises ``WorkerStartError`` when the worker it waits for has exited. The kernel sends
+    the signal when the *thread* that started the worker ends: TFF starts it from its
+    event-loop thread ("target_fn"), which lives as long as the process (checked: one worker
+    pid across successive computations)."""
     import sys
+    import time
     import types
     if not sys.platform.startswith("linux"):
         return
     from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+    started = []
 
     class _Popen(subprocess.Popen):
-        def __init__(self, *args, **kwargs):
-            parent = os.getpid()
-            kwargs.setdefault("preexec_fn", lambda: die_with_parent(parent))
-            super().__init__(*args, **kwargs)
+        def __init__(self, args, *rest, **kwargs):
+            super().__init__(with_parent_death(args), *rest, **kwargs)
+            started[:] = [self]
+
+    def _sleep(seconds):
+        if started and started[-1].poll() is not None:
+            raise WorkerStartError(
+                f"TFF's worker_binary (pid {started[-1].pid}) exited with status "
+                f"{started[-1].returncode} before it answered")
+        time.sleep(seconds)
 
     shim = types.ModuleType("subprocess")
     shim.__dict__.update(subprocess.__dict__)
     shim.Popen = _Popen
     executor_factory.subprocess = shim
+    clock = types.ModuleType("time")
+    clock.__dict__.update(time.__dict__)
+    clock.sleep = _sleep
+    executor_factory.time = clock
 
 
 def _child_workers():

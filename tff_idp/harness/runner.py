@@ -158,7 +158,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
     SIGTERM on to each."""
     import signal
     import tempfile
-    from ..runtime import die_with_parent
+    from ..runtime import with_parent_death
     bar, failures, stop = watch.bar, watch.failures, watch.stop
     from .table import load_table, with_overrides
     # a task finds its unit by index in the whole table (``spec`` may be restricted to some
@@ -168,16 +168,16 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.setdefault("OMP_NUM_THREADS", "1")
     queue, running, stopped, told = list(todo), [], 0, set()
-    parent = os.getpid()
     try:
         while running or (queue and stop.signum is None):
             while queue and len(running) < jobs and stop.signum is None:
                 unit = queue.pop(0)
                 log = tempfile.TemporaryFile(mode="w+")
                 proc = subprocess.Popen(
-                    task_command(spec, scale, index[unit.label], output_dir, force), env=env,
-                    stdout=subprocess.DEVNULL, stderr=log, text=True, process_group=0,
-                    preexec_fn=lambda: die_with_parent(parent, signal.SIGTERM))
+                    with_parent_death(task_command(spec, scale, index[unit.label],
+                                                   output_dir, force), signal.SIGTERM),
+                    env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
+                    process_group=0)
                 running.append((unit, proc, log))
             if stop.signum is not None:
                 for _, proc, _ in running:           # each checkpoints at its next round
@@ -191,7 +191,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
                 log.seek(0)
                 tail = [line for line in log.read().splitlines() if line.strip()][-1:] or ["?"]
                 log.close()
-                if proc.returncode in (130, 143) and stop.signum is not None:
+                if proc.returncode in (130, 143, -2, -15) and stop.signum is not None:
                     stopped += 1
                     continue
                 if proc.returncode != 0:
