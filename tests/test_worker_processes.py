@@ -87,3 +87,17 @@ def test_a_tff_worker_that_exits_before_answering_is_an_error():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_worker_that_ignores_sigint_is_killed_rather_than_waited_for():
+    """TFF's ServiceManager sends SIGINT, then waits without limit (also when it is garbage
+    collected, inside any test): the shim's wait kills a worker still alive after 30 s."""
+    from tff_idp.runtime import import_tff
+    import_tff()
+    from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+    proc = executor_factory.subprocess.Popen(["sh", "-c", "trap '' INT; exec sleep 120"])
+    time.sleep(1.0)                        # past the launcher, into sh's trap
+    os.kill(proc.pid, signal.SIGINT)
+    start = time.monotonic()
+    status = proc.wait()
+    assert status == -signal.SIGKILL and time.monotonic() - start < 60

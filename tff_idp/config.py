@@ -12,14 +12,23 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from .algorithms.plan import GROUP_WEIGHTINGS, PFA_ACCOUNTINGS, PFA_PUBLIC_NOISES
 from .audit.bounds import MAX_CANARIES
 from .data import FEDERATED, SOURCES
+from .data.partition import PARTITIONS
 from .data.sources import default_tfds_dir
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
 from .methods import METHODS
+from .methods.idp import ADAPTIVE_CLIPPINGS
+from .methods.pfa import PFA_PROJECTIONS
+from .methods.pfeddsu import DSU_MASKS, PMTL_MODES
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS
+from .privacy.mspafl import DATA_SAMPLINGS
+from .privacy.threat_model import NOISE_DRAWS
+from .runtime import DEVICES
+from .sampling import SAMPLINGS
 
 
 @dataclasses.dataclass
@@ -179,7 +188,6 @@ class ExperimentConfig:
 # fast_chunk_size=4` or `--device gpu` trains into the table's own folders)
 PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "fast_lanes",
                   "data_dir", "data_root", "allow_download")
-PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
 
@@ -258,6 +266,44 @@ def check_name(key: str, value) -> None:
               "_ . + = , @ - or spaces, starting with a letter, digit or '_', on one line")
 
 
+# keys that take one of a fixed set of values: the set, imported from the module that acts on
+# the key, and what a reader of the error line needs besides. Three sets are held here because
+# the modules that act on them import TensorFlow, which a config check must not load: backend
+# (engine.backends.BACKENDS), client_optimizer (algorithms.client_work.ClientOptimizer),
+# input_normalization (engine.experiment.normalized); tests/test_config_choices.py checks
+# that those modules accept exactly these.
+BACKEND_NAMES = ("tff", "fast")
+CLIENT_OPTIMIZERS = ("sgd", "adam")
+INPUT_NORMALIZATIONS = ("unit", "standardize")
+CHOICES = {
+    "partition": (PARTITIONS, ""),
+    "input_normalization": (INPUT_NORMALIZATIONS, ""),
+    "client_optimizer": (CLIENT_OPTIMIZERS, ""),
+    "sampling": (SAMPLINGS, ""),
+    "accountant": (ACCOUNTANTS, ""),
+    "group_weighting": (GROUP_WEIGHTINGS, ""),
+    "adaptive_clipping": (ADAPTIVE_CLIPPINGS, ""),
+    "noise_draw": (NOISE_DRAWS, ""),
+    "pfa_accounting": (PFA_ACCOUNTINGS, ""),
+    "pfa_projection": (PFA_PROJECTIONS, ""),
+    "pfa_public_noise": (PFA_PUBLIC_NOISES, ""),
+    "backend": (BACKEND_NAMES, ""),
+    "device": (DEVICES, ""),
+    "dsu_mask": (DSU_MASKS, "'local': each client's own weights, the paper; 'global': the "
+                            "broadcast weights"),
+    "pmtl_mode": (PMTL_MODES, ""),
+    "data_sampling": (DATA_SAMPLINGS, ""),
+}
+
+
+def _check_choices(cfg: ExperimentConfig) -> None:
+    """Every key of :data:`CHOICES` holds one of its values."""
+    for key, (allowed, note) in CHOICES.items():
+        value = getattr(cfg, key)
+        if value not in allowed:
+            _fail(key, value, f"must be {_one_of(allowed)}" + (f" ({note})" if note else ""))
+
+
 def _one_of(names) -> str:
     """"'a', 'b' or 'c'": the allowed values of a key, for its error line."""
     quoted = [repr(n) for n in names]
@@ -300,6 +346,7 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     registered source, and ``partition = "natural"`` needs its clients."""
     from .models import MODELS
     _check_finite(cfg)
+    _check_choices(cfg)
     if cfg.seed < 0:
         _fail("seed", cfg.seed, "must be a non-negative integer")
     for key, top in LIMITS.items():        # beyond what the code can represent or hold
@@ -323,8 +370,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
     if cfg.num_clients < 1:
         _fail("num_clients", cfg.num_clients, "must be >= 1")
-    if cfg.partition not in PARTITIONS:
-        _fail("partition", cfg.partition, f"must be one of {', '.join(PARTITIONS)}")
     if cfg.partition == "natural" and data is None and cfg.dataset not in FEDERATED:
         _fail("partition", cfg.partition, f"dataset={cfg.dataset!r} has no clients of its own; "
               f"'natural' needs one of {', '.join(FEDERATED)}")
@@ -333,8 +378,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         _fail("partition_param", cfg.partition_param, "shards per client must be an integer >= 1")
     if cfg.checkpoint_every < 0:
         _fail("checkpoint_every", cfg.checkpoint_every, "must be >= 0")
-    if cfg.input_normalization not in ("unit", "standardize"):
-        _fail("input_normalization", cfg.input_normalization, "must be 'unit' or 'standardize'")
     if cfg.test_examples is not None and cfg.test_examples < 1:
         _fail("test_examples", cfg.test_examples, "must be >= 1")
     if cfg.curve_test_examples is not None and cfg.curve_test_examples < 1:
@@ -379,8 +422,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
             _fail(key, getattr(cfg, key), "must be positive")
     if cfg.local_epochs is not None and cfg.local_epochs < 1:
         _fail("local_epochs", cfg.local_epochs, "must be >= 1")
-    if cfg.client_optimizer not in ("sgd", "adam"):
-        _fail("client_optimizer", cfg.client_optimizer, "must be 'sgd' or 'adam'")
     if not cfg.server_lr > 0:
         _fail("server_lr", cfg.server_lr, "must be positive")
     if not 0 < cfg.lr_decay <= 1:
@@ -390,25 +431,9 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     if cfg.keep_fractions is not None and (len(cfg.keep_fractions) != len(cfg.budgets) or
                                            any(not 0 < k <= 1 for k in cfg.keep_fractions)):
         _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
-    if cfg.sampling not in ("poisson", "fixed"):
-        _fail("sampling", cfg.sampling, "must be 'poisson' or 'fixed'")
-    if cfg.accountant not in ACCOUNTANTS:
-        _fail("accountant", cfg.accountant, f"must be {_one_of(ACCOUNTANTS)}")
     if cfg.server_accountant is not None and cfg.server_accountant not in SERVER_ACCOUNTANTS:
         _fail("server_accountant", cfg.server_accountant,
               f"must be {_one_of(SERVER_ACCOUNTANTS)} (or unset: the run's accountant)")
-    if cfg.group_weighting not in ("paper", "normalized"):
-        _fail("group_weighting", cfg.group_weighting, "must be 'paper' or 'normalized'")
-    if cfg.adaptive_clipping not in ("ours", "tff"):
-        _fail("adaptive_clipping", cfg.adaptive_clipping, "must be 'ours' or 'tff'")
-    if cfg.noise_draw not in ("client", "group"):
-        _fail("noise_draw", cfg.noise_draw, "must be 'client' or 'group'")
-    if cfg.pfa_accounting not in ("paper", "per-row"):
-        _fail("pfa_accounting", cfg.pfa_accounting, "must be 'paper' or 'per-row'")
-    if cfg.pfa_projection not in ("per-layer", "global"):
-        _fail("pfa_projection", cfg.pfa_projection, "must be 'per-layer' or 'global'")
-    if cfg.pfa_public_noise not in ("full", "share"):
-        _fail("pfa_public_noise", cfg.pfa_public_noise, "must be 'full' or 'share'")
     if cfg.pfa_public_noise == "share" and cfg.pfa_accounting != "paper":
         _fail("pfa_public_noise", cfg.pfa_public_noise, "'share' goes with pfa_accounting="
               "'paper' only")
@@ -416,10 +441,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         _fail("accountant", cfg.accountant, "pfa_accounting='per-row' needs accountant='rdp'")
     if cfg.pfa_accounting == "per-row" and cfg.sampling != "poisson":
         _fail("sampling", cfg.sampling, "pfa_accounting='per-row' needs sampling='poisson'")
-    if cfg.backend not in ("tff", "fast"):
-        _fail("backend", cfg.backend, "must be 'tff' or 'fast'")
-    if cfg.device not in ("auto", "cpu", "gpu"):
-        _fail("device", cfg.device, "must be 'auto', 'cpu' or 'gpu'")
     if not cfg.fast_chunk_size >= 1:
         _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
     if not cfg.fast_lanes >= 1:
@@ -448,13 +469,8 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         _fail("dsu_layers", cfg.dsu_layers, "must be >= 1")
     if not cfg.dsu_lambda >= 0:
         _fail("dsu_lambda", cfg.dsu_lambda, "must be >= 0")
-    if cfg.dsu_mask not in ("local", "global"):
-        _fail("dsu_mask", cfg.dsu_mask, "must be 'local' (each client's weights, the paper) "
-              "or 'global' (the broadcast weights)")
     if not cfg.pmtl_lambda >= 0:
         _fail("pmtl_lambda", cfg.pmtl_lambda, "must be >= 0")
-    if cfg.pmtl_mode not in ("intended", "reference"):
-        _fail("pmtl_mode", cfg.pmtl_mode, "must be 'intended' or 'reference'")
     if not 0 <= cfg.validation_fraction < 1:
         _fail("validation_fraction", cfg.validation_fraction, "must be in [0, 1)")
     if cfg.local_epsilon is not None and not cfg.local_epsilon > 0:
@@ -464,8 +480,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
             _fail(key, getattr(cfg, key), "must be in (0, 1)")
     if not cfg.checkin_beta > 0:
         _fail("checkin_beta", cfg.checkin_beta, "must be positive")
-    if cfg.data_sampling not in ("wor", "wr"):
-        _fail("data_sampling", cfg.data_sampling, "must be 'wor' or 'wr'")
     if cfg.data_sampling == "wr" and cfg.local_epochs is not None:
         _fail("data_sampling", cfg.data_sampling, "'wr' draws local_steps x batch_size "
               "examples; it does not go with local_epochs")

@@ -13,9 +13,17 @@ between ``fork`` and ``exec`` in a copy of a many-threaded TensorFlow process, w
 before ``exec``; the parent's ``Popen`` saw no error and TFF waited for a worker that never
 started. This file is run by path with ``-I -S`` and imports only the standard library.
 """
-import ctypes
-import os
-import sys
+import signal
+
+# first: a SIGINT or SIGTERM from now on ends this process at once. Under Python's own SIGINT
+# handler a signal arriving just before exec would only set a flag, which exec discards: the
+# command would then run on, unaware it was asked to stop (its starter waits for it forever).
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+import ctypes  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 PR_SET_PDEATHSIG = 1
 
@@ -31,6 +39,9 @@ def main(argv) -> None:
     if os.getppid() != parent:          # the parent died before the signal was armed
         os.kill(os.getpid(), signum)
         sys.exit(128 + signum)
+    for name in ("SIGPIPE", "SIGXFSZ"):   # Python ignores these; the command gets the default,
+        if hasattr(signal, name):          # as subprocess's restore_signals gives it
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     os.execvp(command[0], command)
 
 

@@ -178,6 +178,17 @@ def _workers_die_with_parent() -> None:
             super().__init__(with_parent_death(args), *rest, **kwargs)
             started[:] = [self]
 
+        def wait(self, timeout=None):
+            """TFF stops a worker with SIGINT and an unbounded wait (at garbage collection
+            too): a worker that outlives SIGINT by 30 s is killed rather than waited for."""
+            if timeout is not None:
+                return super().wait(timeout)
+            try:
+                return super().wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return super().wait()
+
     def _sleep(seconds):
         if started and started[-1].poll() is not None:
             raise WorkerStartError(
@@ -250,6 +261,9 @@ def close_tff() -> int:
         except (OSError, ChildProcessError):
             pass
     return stopped
+
+
+DEVICES = ("auto", "cpu", "gpu")      # the config key ``device``
 
 
 def select_device(choice: str):

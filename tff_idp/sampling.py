@@ -10,6 +10,8 @@ from typing import List, Sequence
 
 import numpy as np
 
+SAMPLINGS = ("poisson", "fixed")      # the config key ``sampling``
+
 
 def sample_cohort(rng: np.random.Generator, members: Sequence[np.ndarray],
                   rates: Sequence[float], mode: str = "poisson") -> List[np.ndarray]:
@@ -23,5 +25,5 @@ def sample_cohort(rng: np.random.Generator, members: Sequence[np.ndarray],
             k = min(len(ids), max(1, int(round(q * len(ids))))) if q > 0 else 0
             out.append(np.sort(rng.choice(ids, size=k, replace=False)))
         else:
-            raise ValueError(f"sampling={mode!r} is not 'poisson' or 'fixed'")
+            raise ValueError(f"sampling={mode!r} is not one of {SAMPLINGS}")
     return out

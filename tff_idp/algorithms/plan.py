@@ -16,6 +16,11 @@ import numpy as np
 
 from ..privacy import accounting, gdpfed, idp
 
+# values of the config keys this module acts on
+GROUP_WEIGHTINGS = ("paper", "normalized")          # group_weighting: combination_weights
+PFA_ACCOUNTINGS = ("paper", "per-row")              # pfa_accounting: plan_pfa
+PFA_PUBLIC_NOISES = ("full", "share")               # pfa_public_noise: plan_pfa
+
 
 @dataclasses.dataclass(frozen=True)
 class PrivacySetting:
@@ -98,8 +103,8 @@ def combination_weights(cohorts, setting: PrivacySetting):
     if setting.group_weighting == "paper":
         qn = setting.expected_rate * float(sum(setting.group_sizes))
         return [float(w * r) for w, r in zip(gdpfed.group_weights(cohorts, qn), cohorts)]
-    raise ValueError(f"group_weighting={setting.group_weighting!r} is not 'paper' or "
-                     "'normalized'")
+    raise ValueError(f"group_weighting={setting.group_weighting!r} is not one of "
+                     f"{GROUP_WEIGHTINGS}")
 
 
 def _grouped_plan(method, setting: PrivacySetting, rates, keep_fractions=None,
@@ -272,8 +277,8 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
     ``public_noise="share"``: public clients add only their share of the group noise (a
     diagnostic reading of how the paper's PFA numbers might have been made; not private
     against the server, :data:`PFA_SHARE_GAP`)."""
-    if pfa_accounting not in ("paper", "per-row"):
-        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not 'paper' or 'per-row'")
+    if pfa_accounting not in PFA_ACCOUNTINGS:
+        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not one of {PFA_ACCOUNTINGS}")
     if public_noise == "share" and pfa_accounting != "paper":
         raise ValueError("public_noise='share' is a diagnostic of the paper's adaptation; "
                          "pfa_accounting must be 'paper'")

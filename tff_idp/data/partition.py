@@ -5,6 +5,10 @@ from typing import List, Sequence
 
 import numpy as np
 
+# the config key ``partition``: how the training set is split into clients ("natural": the
+# data set's own clients; the rest are the functions below, chosen in engine/experiment.py)
+PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
+
 
 def iid_partition(num_examples: int, num_clients: int, seed: int) -> List[np.ndarray]:
     """Shuffle, then split into ``num_clients`` disjoint parts whose sizes differ by <= 1."""

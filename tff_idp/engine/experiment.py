@@ -136,6 +136,8 @@ def normalized(data: ArrayData, how: str) -> ArrayData:
     are refused, since the key would be silently ignored there."""
     if how == "unit":
         return data
+    if how != "standardize":
+        raise ValueError(f"input_normalization={how!r} is not 'unit' or 'standardize'")
     if data.x_train.ndim < 4 or data.x_train.dtype.kind != "f":
         raise ConfigError(f"input_normalization={how!r}: for image data sets only "
                           f"({data.name} is not one)")

@@ -8,6 +8,9 @@ from ..privacy import idp
 from .base import Method
 from .gdpfed import noise_magnitude_at_rates
 
+# adaptive_clipping: "ours" (seeded, both backends) or "tff" (TFF's own factory)
+ADAPTIVE_CLIPPINGS = ("ours", "tff")
+
 
 class _Individualized(Method):
     def config_errors(self, cfg):

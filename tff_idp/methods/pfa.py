@@ -8,6 +8,10 @@ from __future__ import annotations
 from ..algorithms import plan as plans
 from .base import Method
 
+# pfa_projection: each model tensor its own subspace, or one of the whole update
+# (tff_idp.aggregators.PFAProjection)
+PFA_PROJECTIONS = ("per-layer", "global")
+
 
 class PFA(Method):
     name = "pfa"

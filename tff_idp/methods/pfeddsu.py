@@ -34,6 +34,11 @@ from .base import Phase
 from .fedrep import DPFedRep
 from .gdpfed import DPFedAvg
 
+DSU_MASKS = ("local", "global")       # dsu_mask: each client's own weights (the paper), or the
+                                      # broadcast weights (one mask for every client)
+PMTL_MODES = ("intended", "reference")   # pmtl_mode: the proximal term with its gradient, or
+                                         # the public code's term, which has none
+
 
 def _head_lr(cfg) -> float:
     return cfg.head_lr if cfg.head_lr is not None else cfg.local_lr
