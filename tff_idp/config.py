@@ -266,42 +266,45 @@ def check_name(key: str, value) -> None:
               "_ . + = , @ - or spaces, starting with a letter, digit or '_', on one line")
 
 
-# keys that take one of a fixed set of values: the set, imported from the module that acts on
-# the key, and what a reader of the error line needs besides. Three sets are held here because
-# the modules that act on them import TensorFlow, which a config check must not load: backend
-# (engine.backends.BACKENDS), client_optimizer (algorithms.client_work.ClientOptimizer),
-# input_normalization (engine.experiment.normalized); tests/test_config_choices.py checks
-# that those modules accept exactly these.
+# keys that take one of a fixed set of values, each set imported from the module that acts on
+# the key. Three sets are held here because the modules that act on them import TensorFlow,
+# which a config check must not load: backend (engine.backends.BACKENDS), client_optimizer
+# (algorithms.client_work.ClientTrainer), input_normalization (engine.experiment.normalized,
+# which reads this set); tests/test_config_choices.py checks that those modules accept
+# exactly these.
 BACKEND_NAMES = ("tff", "fast")
 CLIENT_OPTIMIZERS = ("sgd", "adam")
 INPUT_NORMALIZATIONS = ("unit", "standardize")
 CHOICES = {
-    "partition": (PARTITIONS, ""),
-    "input_normalization": (INPUT_NORMALIZATIONS, ""),
-    "client_optimizer": (CLIENT_OPTIMIZERS, ""),
-    "sampling": (SAMPLINGS, ""),
-    "accountant": (ACCOUNTANTS, ""),
-    "group_weighting": (GROUP_WEIGHTINGS, ""),
-    "adaptive_clipping": (ADAPTIVE_CLIPPINGS, ""),
-    "noise_draw": (NOISE_DRAWS, ""),
-    "pfa_accounting": (PFA_ACCOUNTINGS, ""),
-    "pfa_projection": (PFA_PROJECTIONS, ""),
-    "pfa_public_noise": (PFA_PUBLIC_NOISES, ""),
-    "backend": (BACKEND_NAMES, ""),
-    "device": (DEVICES, ""),
-    "dsu_mask": (DSU_MASKS, "'local': each client's own weights, the paper; 'global': the "
-                            "broadcast weights"),
-    "pmtl_mode": (PMTL_MODES, ""),
-    "data_sampling": (DATA_SAMPLINGS, ""),
+    "partition": PARTITIONS,
+    "input_normalization": INPUT_NORMALIZATIONS,
+    "client_optimizer": CLIENT_OPTIMIZERS,
+    "sampling": SAMPLINGS,
+    "accountant": ACCOUNTANTS,
+    "group_weighting": GROUP_WEIGHTINGS,
+    "adaptive_clipping": ADAPTIVE_CLIPPINGS,
+    "noise_draw": NOISE_DRAWS,
+    "pfa_accounting": PFA_ACCOUNTINGS,
+    "pfa_projection": PFA_PROJECTIONS,
+    "pfa_public_noise": PFA_PUBLIC_NOISES,
+    "backend": BACKEND_NAMES,
+    "device": DEVICES,
+    "dsu_mask": DSU_MASKS,
+    "pmtl_mode": PMTL_MODES,
+    "data_sampling": DATA_SAMPLINGS,
 }
+# what a reader of a choice key's error line needs besides its values
+CHOICE_NOTES = {"dsu_mask": "'local': each client's own weights, the paper; 'global': the "
+                            "broadcast weights"}
 
 
 def _check_choices(cfg: ExperimentConfig) -> None:
     """Every key of :data:`CHOICES` holds one of its values."""
-    for key, (allowed, note) in CHOICES.items():
+    for key, allowed in CHOICES.items():
         value = getattr(cfg, key)
         if value not in allowed:
-            _fail(key, value, f"must be {_one_of(allowed)}" + (f" ({note})" if note else ""))
+            note = f" ({CHOICE_NOTES[key]})" if key in CHOICE_NOTES else ""
+            _fail(key, value, f"must be {_one_of(allowed)}{note}")
 
 
 def _one_of(names) -> str:

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
-from ..config import ConfigError, ExperimentConfig
+from ..config import INPUT_NORMALIZATIONS, ConfigError, ExperimentConfig
 from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
                     classes_per_client, dealt_classes, dirichlet_label_skew, iid_partition,
                     label_shards, load, pachinko, validation_split)
@@ -136,8 +136,8 @@ def normalized(data: ArrayData, how: str) -> ArrayData:
     are refused, since the key would be silently ignored there."""
     if how == "unit":
         return data
-    if how != "standardize":
-        raise ValueError(f"input_normalization={how!r} is not 'unit' or 'standardize'")
+    if how not in INPUT_NORMALIZATIONS:
+        raise ValueError(f"input_normalization={how!r} is not one of {INPUT_NORMALIZATIONS}")
     if data.x_train.ndim < 4 or data.x_train.dtype.kind != "f":
         raise ConfigError(f"input_normalization={how!r}: for image data sets only "
                           f"({data.name} is not one)")

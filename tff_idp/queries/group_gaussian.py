@@ -43,8 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import dpmath
-
-NOISE_DRAWS = ("client", "group")
+from ..privacy.threat_model import NOISE_DRAWS
 STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fractions",
               "private")
 
