@@ -27,9 +27,11 @@ def test_backends_are_the_ones_the_engine_has():
 
 
 def test_client_optimizers_are_the_ones_client_work_trains_with():
+    from tff_idp.algorithms.client_optimizer import OPTIMIZERS
     from tff_idp.algorithms.client_work import ClientTrainer
+    assert set(OPTIMIZERS) == set(config.CLIENT_OPTIMIZERS)
     for name in config.CLIENT_OPTIMIZERS:
-        assert ClientTrainer(optimizer=name).optimizer == name
+        assert ClientTrainer(optimizer=name).optimizer.name == name
     with pytest.raises(ValueError, match="client_optimizer='rmsprop'"):
         ClientTrainer(optimizer="rmsprop")
 

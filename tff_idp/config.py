@@ -269,7 +269,7 @@ def check_name(key: str, value) -> None:
 # keys that take one of a fixed set of values, each set imported from the module that acts on
 # the key. Three sets are held here because the modules that act on them import TensorFlow,
 # which a config check must not load: backend (engine.backends.BACKENDS), client_optimizer
-# (algorithms.client_work.ClientTrainer), input_normalization (engine.experiment.normalized,
+# (algorithms.client_optimizer.OPTIMIZERS), input_normalization (engine.experiment.normalized,
 # which reads this set); tests/test_config_choices.py checks that those modules accept
 # exactly these.
 BACKEND_NAMES = ("tff", "fast")

@@ -6,10 +6,12 @@ optimizer slots and a number of mini-batch steps (or every batch of its data) of
 heavy-ball momentum (GDPFed: Alg. 1 lines 7-10) or Adam (paper 004; fresh moments every
 round), with the gradients of parameters the phase does not train masked to zero. What it
 sends is the method's ``client_output`` of (start, final) (FedAvg: theta_local - theta^t,
-line 11). ``ClientTrainer.train_phases`` is one client on tf.data datasets (the TFF
-process; call it inside a ``tf.function`` so that TF orders the variable writes and reads),
-``train_cohort_phases`` K clients at once with their weights a batch dimension, and
-``train_on_batches_phases`` one client of the fast runner's client loop.
+line 11). Every step of both backends is ``ClientTrainer.step``, a function of explicit weights and
+optimizer state (``client_optimizer.ClientOptimizer``); ``ClientTrainer.train_phases`` runs
+one client on tf.data datasets (the TFF process; call it inside a ``tf.function`` so that TF
+orders the variable writes and reads), ``train_cohort_phases`` K clients at once with their
+weights a batch dimension, and ``train_on_batches_phases`` one client of the fast runner's
+client loop.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import sparse_training
+from .client_optimizer import ClientOptimizer, per_client
 
 
 def example_losses(labels, logits, batch_dims: int = 1):
@@ -153,17 +156,68 @@ class CohortData(NamedTuple):
     order: object = None
 
 
+class StepModel(NamedTuple):
+    """How :meth:`ClientTrainer.step` reaches a model: ``grads(fwd, x, y, w, trainable)``
+    gives (batch loss, 1/0 whether the batch held a real example, d loss / d fwd) at the
+    weights ``fwd``; ``batched``: tensors carry a leading client axis (K clients at once);
+    ``masked``: the forward pass runs on sparsified weights when the trainer has a
+    reparametrisation (not for a read-out trained on features computed once)."""
+    grads: Callable
+    batched: bool
+    masked: bool = True
+
+
+def keras_step_model(model) -> StepModel:
+    """One client through a Keras model: its variables take the weights ``fwd`` and the
+    gradient is taken with respect to them (inside a ``tf.function``, TF orders the writes
+    before the reads)."""
+    variables = model.trainable_variables
+
+    def grads(fwd, x, y, w, trainable):
+        for v, p in zip(variables, fwd):
+            v.assign(p)
+        with tf.GradientTape() as tape:
+            loss, active = batch_loss(example_losses(y, model(x, training=True)), w)
+        return loss, active, _gradients(tape, loss, variables, trainable)
+    return StepModel(grads, batched=False)
+
+
+def cohort_step_model(apply, masked: bool = True) -> StepModel:
+    """K clients at once through ``apply(params, x)`` (``CohortModel.apply``, or its
+    read-out alone): the gradient of the summed per-client losses is each client's own,
+    since clients do not interact."""
+    def grads(fwd, x, y, w, trainable):
+        with tf.GradientTape() as tape:
+            tape.watch(fwd)
+            loss, active = batch_loss(example_losses(y, apply(fwd, x), batch_dims=2), w)
+            total = tf.reduce_sum(loss)
+        return loss, active, _gradients(tape, total, fwd, trainable)
+    return StepModel(grads, batched=True, masked=masked)
+
+
+def batch_loss(losses, w=None):
+    """A batch's loss from its examples' (last axis): the mean, or with 1/0 weights ``w``
+    (a padded batch) the mean over the real examples, as tf.data's short last batch gives
+    it; and 1/0 whether any example was real (per client when batched)."""
+    if w is None:
+        loss = tf.reduce_mean(losses, axis=-1)
+        return loss, tf.ones_like(loss)
+    real = tf.reduce_sum(w, axis=-1)
+    loss = tf.reduce_sum(w * losses, axis=-1) / tf.maximum(real, 1.0)
+    return loss, tf.cast(real > 0, tf.float32)
+
+
 class ClientTrainer:
-    """Local training; ``train_phases`` reads tf.data datasets (the TFF process),
-    ``train_on_batches_phases`` stacked [steps, batch, ...] tensors (the fast runner's client
-    loop). Both run the same :meth:`step`; ``train_cohort_phases`` trains K clients at once
-    with the same loss and :meth:`update` arithmetic."""
+    """Local training. Every step of every backend is :meth:`step`, a function of explicit
+    weights and optimizer state (FedJAX's ``client_step``); how it reaches the model is a
+    :class:`StepModel`: ``train_phases`` (the TFF process, on tf.data datasets) and
+    ``train_on_batches_phases`` (the fast backend's client loop, on stacked [steps, batch,
+    ...] tensors) through a Keras model, ``train_cohort_phases`` (K clients at once) through
+    ``CohortModel``."""
 
     def __init__(self, optimizer: str = "sgd", momentum: float = 0.0,
                  weight_decay: float = 0.0, reparam=None):
-        if optimizer not in ("sgd", "adam"):
-            raise ValueError(f"client_optimizer={optimizer!r} is not 'sgd' or 'adam'")
-        self.optimizer, self.momentum = optimizer, momentum
+        self.optimizer = ClientOptimizer(optimizer, momentum)
         self.weight_decay, self.reparam = weight_decay, reparam
 
     def _forward_masks(self, params, start, batched):
@@ -193,121 +247,72 @@ class ClientTrainer:
             grads = [g + self.weight_decay * p for g, p in zip(grads, params)]
         return _frozen(grads, spec.trainable), extra
 
-    def zero_slots(self, v):
-        """The optimizer's slots (a, b) for a variable like ``v``: momentum and second moment
-        (Adam), momentum only (SGD with momentum), neither (plain SGD: scalar placeholders,
-        no memory)."""
-        a = tf.zeros_like(v) if self.optimizer == "adam" or self.momentum != 0 else tf.zeros([])
-        b = tf.zeros_like(v) if self.optimizer == "adam" else tf.zeros([])
-        return a, b
+    def fresh(self, params):
+        """One client's state at the start of a phase: (loss sum, step count, slots) with
+        no loss, no steps and zero slots (a new optimizer)."""
+        return tf.constant(0.0), tf.constant(0.0), self.optimizer.init(params)
 
-    def step(self, model, state, x, y, lr, w=None, spec=ALL, start=None):
-        """One mini-batch step; ``state`` = (loss sum, step count, optimizer slots).
-        ``w`` (fast runner): 1/0 weight per example of a padded batch; the loss is the mean
-        over the real examples (a short last batch, as tf.data gives it) and an all-padding
-        step changes nothing (no update, no optimizer step counted). ``spec``
-        (:class:`PhaseSpec`): the gradient masks (a phase that trains part of the model
-        leaves the rest exactly where it was), the lr factor and the penalty terms, which
-        need the round's ``start`` weights. With sparsified training the forward pass runs
-        on theta * M (the variables hold theta * M for it and get theta back)."""
+    def step(self, model: StepModel, params, state, batch, lr, spec=None, start=None):
+        """One mini-batch step of one client or K at once: returns (new weights, new
+        ``state``), ``state`` = (loss sum, step count, optimizer slots), ``batch`` = (x, y,
+        w), ``w`` 1/0 per example of a padded batch or None. The loss is the mean over the
+        real examples; an all-padding step changes nothing (no update, no optimizer step
+        counted). ``spec`` (:class:`PhaseSpec`): the gradient masks (a phase that trains
+        part of the model leaves the rest exactly where it was), the lr factor and the
+        penalty terms, which need the round's ``start`` weights. With sparsified training
+        the forward pass runs on theta * M and d/d theta L(theta * M) = M * L'."""
+        spec = ALL if spec is None else spec
         loss_sum, count, slots = state
-        variables = model.trainable_variables
-        # the weights before this step: copied only when the masked forward overwrites the
-        # variables for a moment (sparsified training); otherwise the variables themselves
-        params = [tf.identity(v) for v in variables] if self.reparam is not None \
-            else list(variables)
-        masks = self._forward_masks(params, start, batched=False)
+        x, y, w = batch
+        masks = self._forward_masks(params, start, model.batched) if model.masked else None
+        fwd = params if masks is None else sparse_training.apply_masks(params, masks)
+        loss, active, grads = model.grads(fwd, x, y, w, spec.trainable)
         if masks is not None:
-            for v, p, m in zip(variables, params, masks):
-                if m is not None:
-                    v.assign(p * m)
-        with tf.GradientTape() as tape:
-            losses = example_losses(y, model(x, training=True))
-            if w is None:
-                loss, active = tf.reduce_mean(losses), tf.constant(1.0)
-            else:
-                real = tf.reduce_sum(w)
-                loss = tf.reduce_sum(w * losses) / tf.maximum(real, 1.0)
-                active = tf.cast(real > 0, tf.float32)
-        grads = _gradients(tape, loss, variables, spec.trainable)
-        if masks is not None:                        # d/d theta of L(theta * M) = M * L'
             grads = [g if m is None else g * m for g, m in zip(grads, masks)]
-            for v, p, m in zip(variables, params, masks):
-                if m is not None:
-                    v.assign(p)
-        grads, extra = self._extra_terms(params, start, masks, grads, spec, batched=False)
+        grads, extra = self._extra_terms(params, start, masks, grads, spec, model.batched)
         loss = loss + extra
-        new_slots = []
-        for v, g, (a, b) in zip(variables, grads, slots):
-            step, a_new, b_new = self.update(g, a, b, count, lr * spec.lr_scale)
-            if w is None:
-                v.assign_sub(step)
-                new_slots.append((a_new, b_new))
-            else:                                       # an all-padding step is a no-op
-                v.assign_sub(active * step)
-                new_slots.append((_masked(active, a_new, a), _masked(active, b_new, b)))
+        steps, new_slots = self.optimizer.apply(grads, slots, count, lr * spec.lr_scale)
         if w is None:
-            return loss_sum + loss, count + 1.0, tuple(new_slots)
-        return loss_sum + active * loss, count + active, tuple(new_slots)
-
-    def update(self, g, a, b, count, lr):
-        """The optimizer's step from gradient ``g`` and slots (a, b) after ``count`` steps:
-        returns (step to subtract, new a, new b). SGD with heavy-ball momentum (GDPFed Alg. 1
-        lines 7-10: a <- mu a + g, step lr a) or Adam (Kingma & Ba 2015, Alg. 1, epsilon 1e-7
-        as Keras). ``count`` may be a per-client [K, 1, ...] tensor (the cohort trainer)."""
-        g = tf.convert_to_tensor(g)
-        if self.optimizer == "sgd":
-            if self.momentum == 0:                  # plain SGD: the slot stays unused
-                return lr * g, a, b
-            a_new = self.momentum * a + g
-            return lr * a_new, a_new, b
-        t = count + 1.0
-        a_new = 0.9 * a + 0.1 * g
-        b_new = 0.999 * b + 0.001 * tf.square(g)
-        a_hat = a_new / (1.0 - tf.pow(0.9, t))
-        b_hat = b_new / (1.0 - tf.pow(0.999, t))
-        return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new
-
-    @staticmethod
-    def _begin(model, start):
-        """Set the model to a client's start weights; (loss sum, step count) at zero."""
-        for v, w in zip(model.trainable_variables, start):
-            v.assign(w)
-        return tf.constant(0.0), tf.constant(0.0)
-
-    def _fresh(self, model):
-        """A phase's optimizer state: no loss, no steps, zero slots (a new optimizer)."""
-        return (tf.constant(0.0), tf.constant(0.0),
-                tuple(self.zero_slots(v) for v in model.trainable_variables))
+            return ([p - s for p, s in zip(params, steps)],
+                    (loss_sum + loss, count + 1.0, new_slots))
+        new_params, kept_slots = [], []                 # an all-padding step is a no-op
+        for p, s, (a, b), (a_new, b_new) in zip(params, steps, slots, new_slots):
+            on = per_client(active, p)
+            new_params.append(p - on * s)
+            kept_slots.append((_masked(on, a_new, a), _masked(on, b_new, b)))
+        return new_params, (loss_sum + active * loss, count + active, tuple(kept_slots))
 
     def train_phases(self, model, start, datasets, lr, phases):
         """The TFF client's work in phases: from ``start`` (its own start weights), for each
         phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch,
         :class:`PhaseSpec`)) fresh optimizer slots and that many steps. Returns (final
         weights, mean loss over all steps)."""
-        loss_sum, count = self._begin(model, start)
+        keras = keras_step_model(model)
+        params, loss_sum, count = tuple(start), tf.constant(0.0), tf.constant(0.0)
         for dataset, (steps, spec) in zip(datasets, phases):
-            phase_loss, phase_count, _ = dataset.take(-1 if steps is None else steps).reduce(
-                self._fresh(model),
-                lambda st, b, sp=spec: self.step(model, st, b[0], b[1], lr, spec=sp,
-                                                 start=start))
+            def one_step(state, batch, spec=spec):   # tf.data would stack a list: tuples
+                new, st = self.step(keras, state[0], state[1], (batch[0], batch[1], None),
+                                    lr, spec, start)
+                return tuple(new), st
+            params, (phase_loss, phase_count, _) = dataset.take(
+                -1 if steps is None else steps).reduce((params, self.fresh(params)), one_step)
             loss_sum, count = loss_sum + phase_loss, count + phase_count
-        return ([tf.identity(v) for v in model.trainable_variables],
-                loss_sum / tf.maximum(count, 1.0))
+        return list(params), loss_sum / tf.maximum(count, 1.0)
 
     def train_on_batches_phases(self, model, start, phases, lr):
         """One client of the fast runner's client loop, in phases: ``phases`` =
         [(xs [steps, batch, ...], ys, ws or None, :class:`PhaseSpec`)]. Returns (final
         weights, mean loss over all steps)."""
-        loss_sum, count = self._begin(model, start)
+        keras = keras_step_model(model)
+        params, loss_sum, count = list(start), tf.constant(0.0), tf.constant(0.0)
         for xs, ys, ws, spec in phases:
-            state = self._fresh(model)
+            state = self.fresh(params)
             for s in tf.range(tf.shape(xs)[0]):
-                state = self.step(model, state, xs[s], ys[s], lr, None if ws is None else ws[s],
-                                  spec, start)
+                params, state = self.step(keras, params, state,
+                                          (xs[s], ys[s], None if ws is None else ws[s]), lr,
+                                          spec, start)
             loss_sum, count = loss_sum + state[0], count + state[1]
-        return ([tf.identity(v) for v in model.trainable_variables],
-                loss_sum / tf.maximum(count, 1.0))
+        return list(params), loss_sum / tf.maximum(count, 1.0)
 
     def train_on_batches(self, model, weights, xs, ys, lr, ws=None):
         """One client from ``weights`` through one phase training everything: ``xs``
@@ -319,9 +324,9 @@ class ClientTrainer:
     def train_cohort(self, cohort_model, weights, xs, ys, lr, ws=None):
         """Every client of a cohort at once (``tff_idp.engine.cohort_model``): ``xs``
         [K, steps, batch, ...], ``ws`` [K, steps, batch] example weights or None. Each
-        client starts from ``weights`` and takes the steps of :meth:`step` (same loss, masks
-        and optimizer arithmetic) with its own weights and slots, as a batch dimension.
-        Returns (deltas [K, ...] per weight tensor, mean loss per client [K])."""
+        client starts from ``weights`` and takes the steps of :meth:`step` with its own
+        weights and slots, as a batch dimension. Returns (deltas [K, ...] per weight tensor,
+        mean loss per client [K])."""
         k = tf.shape(xs)[0]
         params = [tf.repeat(w[None], k, axis=0) for w in weights]
         final, loss = self.train_cohort_phases(cohort_model, params, [(xs, ys, ws, ALL)], lr)
@@ -348,15 +353,15 @@ class ClientTrainer:
                 params, phase_loss, phase_count = self._readout_steps(
                     cohort_model, params, start, data, lr, spec, readout)
             else:
-                params, phase_loss, phase_count = self._cohort_steps(
-                    cohort_model.apply, params, start, data, lr, spec)
+                params, phase_loss, phase_count = self.cohort_steps(
+                    cohort_step_model(cohort_model.apply), params, start, data, lr, spec)
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return params, loss_sum / tf.maximum(count, 1.0)
 
     def _readout_steps(self, cohort_model, params, start, data, lr, spec, readout):
         """A phase that trains the read-out alone, on each client's features computed once
         (with the forward pass's masks under sparsified training): the read-out's tensors go
-        through :meth:`_cohort_steps` with the features as inputs, batches gathered by
+        through :meth:`cohort_steps` with the features as inputs, batches gathered by
         ``order``."""
         masks = self._forward_masks(params, start, batched=True)
         body = params if masks is None else sparse_training.apply_masks(params, masks)
@@ -366,24 +371,24 @@ class ClientTrainer:
             trainable=None if spec.trainable is None else [spec.trainable[i] for i in readout])
         if spec.penalize or spec.proximal:
             raise ValueError("a read-out phase has no penalty terms")
-        trained, loss_sum, count = self._cohort_steps(
-            cohort_model.apply_readout, head, [start[i] for i in readout],
-            data._replace(xs=feats), lr, head_spec, sparsify=False)
+        trained, loss_sum, count = self.cohort_steps(
+            cohort_step_model(cohort_model.apply_readout, masked=False), head,
+            [start[i] for i in readout], data._replace(xs=feats), lr, head_spec)
         params = list(params)
         for i, t in zip(readout, trained):
             params[i] = t
         return params, loss_sum, count
 
-    def _cohort_steps(self, apply, params, start, data, lr, spec, sparsify=True):
+    def cohort_steps(self, model: StepModel, params, start, data, lr, spec):
         """The steps of one phase for K clients (:meth:`train_cohort`) on ``data``
-        (:class:`CohortData`) with fresh optimizer slots and step count; ``apply(params, x)``
-        gives the logits. With ``data.order`` the batches are ``data.xs`` rows gathered by it
-        (features computed once; the read-out is not sparsified: ``sparsify=False``).
+        (:class:`CohortData`) with fresh optimizer slots and step count, each a
+        :meth:`step`. With ``data.order`` the batches are ``data.xs`` rows gathered by it
+        (e.g. features computed once, ``cohort_step_model(apply_readout, masked=False)``).
         Returns (params, loss sum [K], steps taken [K])."""
         xs, ys, ws, order = data
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
-        slots = [self.zero_slots(p) for p in params]
+        slots = self.optimizer.init(params)
         steps = tf.shape(xs)[1] if order is None else tf.shape(order)[1]
         for s in tf.range(steps):
             tf.autograph.experimental.set_loop_options(shape_invariants=[   # a chunk of one
@@ -393,34 +398,9 @@ class ClientTrainer:
             else:
                 x = tf.gather(xs, order[:, s], batch_dims=1)
                 y = tf.gather(ys, order[:, s], batch_dims=1)
-            masks = self._forward_masks(params, start, batched=True) if sparsify else None
-            with tf.GradientTape() as tape:
-                tape.watch(params)
-                fwd = params if masks is None else sparse_training.apply_masks(params, masks)
-                losses = example_losses(y, apply(fwd, x), batch_dims=2)       # [K, batch]
-                if ws is None:
-                    loss, active = tf.reduce_mean(losses, axis=1), tf.ones([k])
-                else:
-                    real = tf.reduce_sum(ws[:, s], axis=1)
-                    loss = tf.reduce_sum(ws[:, s] * losses, axis=1) / tf.maximum(real, 1.0)
-                    active = tf.cast(real > 0, tf.float32)
-                total = tf.reduce_sum(loss)      # clients do not interact: d total / d params_k
-            grads = tape.gradient(total, params)      # is client k's own (masked through fwd)
-            grads, extra = self._extra_terms(params, start, masks, grads, spec, batched=True)
-            loss = loss + extra
-            new_params, new_slots = [], []
-            for p, g, (a, b) in zip(params, grads, slots):
-                shape = tf.concat([[k], tf.ones([tf.rank(p) - 1], tf.int32)], 0)
-                on, n = tf.reshape(active, shape), tf.reshape(count, shape)
-                step, a_new, b_new = self.update(g, a, b, n, lr * spec.lr_scale)
-                if ws is None:
-                    new_params.append(p - step)
-                    new_slots.append((a_new, b_new))
-                else:                             # an all-padding step is a no-op
-                    new_params.append(p - on * step)
-                    new_slots.append((_masked(on, a_new, a), _masked(on, b_new, b)))
-            params, slots = new_params, new_slots
-            loss_sum, count = loss_sum + active * loss, count + active
+            params, (loss_sum, count, slots) = self.step(
+                model, params, (loss_sum, count, slots),
+                (x, y, None if ws is None else ws[:, s]), lr, spec, start)
         return params, loss_sum, count
 
 

@@ -221,7 +221,7 @@ class ReadoutFineTune:
     (seed, round, client, stream), batches of ``batch_size``, learning rate ``lr * lr_decay **
     round``, the client optimizer (``ClientTrainer``: momentum, weight decay), the
     read-out tensors ``trainable`` (per read-out tensor a factor or None) trained, all
-    clients batched (``ClientTrainer._cohort_steps`` on the read-out)."""
+    clients batched (``ClientTrainer.cohort_steps`` on the read-out)."""
 
     STREAM = 0xE7A1
 
@@ -243,11 +243,11 @@ class ReadoutFineTune:
         self._steps = tf.function(self._tune, reduce_retracing=True)
 
     def _tune(self, params, feats, ys, ws, order, lr):
-        from ..algorithms.client_work import CohortData, PhaseSpec
+        from ..algorithms.client_work import CohortData, PhaseSpec, cohort_step_model
         spec = PhaseSpec(trainable=self.trainable)
-        tuned, _, _ = self.trainer._cohort_steps(self.cohort_model.apply_readout, params,
-                                                 params, CohortData(feats, ys, ws, order),
-                                                 lr, spec, sparsify=False)
+        tuned, _, _ = self.trainer.cohort_steps(
+            cohort_step_model(self.cohort_model.apply_readout, masked=False), params, params,
+            CohortData(feats, ys, ws, order), lr, spec)
         return tuned
 
     def __call__(self, rnd, features, weights, heads, clients=None):

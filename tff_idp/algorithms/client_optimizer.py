@@ -1,0 +1,78 @@
+"""The clients' optimizer as a pure function of explicit state (optax's and FedJAX's
+``init``/``apply`` shape): ``init(params)`` gives the slots, ``apply(grads, slots, count,
+lr)`` the steps to subtract and the new slots. Nothing lives in a variable, so one
+``ClientOptimizer`` serves a client of the TFF process (scalar step count) and K clients of
+the fast backend at once (a step count per client, ``[K]``, each weight tensor carrying the
+client axis first).
+
+- SGD with heavy-ball momentum (GDPFed Alg. 1 lines 7-10: a <- mu a + g, theta <- theta -
+  lr a); ``momentum = 0`` is plain SGD and keeps no slot.
+- Adam (Kingma & Ba 2015, Alg. 1: beta1 0.9, beta2 0.999, epsilon 1e-7 as Keras), with
+  bias correction by the step count; paper 004's clients start fresh moments every round.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import tensorflow as tf
+
+# the values of the config key ``client_optimizer`` (tff_idp.config.CLIENT_OPTIMIZERS,
+# which a test ties to this tuple)
+OPTIMIZERS = ("sgd", "adam")
+
+
+def per_client(value, like):
+    """``value`` (a scalar, or one entry per client ``[K]``) shaped to broadcast against
+    ``like`` (``[K, ...]`` when ``value`` is per client)."""
+    if value.shape.rank == 0:
+        return value
+    shape = tf.concat([tf.shape(value), tf.ones([tf.rank(like) - 1], tf.int32)], 0)
+    return tf.reshape(value, shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientOptimizer:
+    """``name`` "sgd" (with ``momentum``) or "adam"; see the module docstring."""
+    name: str = "sgd"
+    momentum: float = 0.0
+
+    def __post_init__(self):
+        if self.name not in OPTIMIZERS:
+            raise ValueError(f"client_optimizer={self.name!r} is not 'sgd' or 'adam'")
+
+    def init(self, params) -> tuple:
+        """Zero slots (a, b) per tensor of ``params``: momentum and second moment (Adam),
+        momentum only (SGD with momentum), neither (plain SGD: scalar placeholders)."""
+        return tuple(self._zero_slots(p) for p in params)
+
+    def _zero_slots(self, p):
+        keeps_a = self.name == "adam" or self.momentum != 0
+        a = tf.zeros_like(p) if keeps_a else tf.zeros([])
+        b = tf.zeros_like(p) if self.name == "adam" else tf.zeros([])
+        return a, b
+
+    def apply(self, grads, slots, count, lr):
+        """The steps to subtract for ``grads`` after ``count`` earlier steps (a scalar, or
+        ``[K]`` per client), and the new slots: (list of steps, tuple of (a, b))."""
+        steps, new_slots = [], []
+        for g, (a, b) in zip(grads, slots):
+            step, a_new, b_new = self._update(tf.convert_to_tensor(g), a, b,
+                                              per_client(count, g), lr)
+            steps.append(step)
+            new_slots.append((a_new, b_new))
+        return steps, tuple(new_slots)
+
+    def _update(self, g, a, b, count, lr):
+        """One tensor's step: heavy-ball SGD (GDPFed Alg. 1 lines 7-10) or Adam (Kingma &
+        Ba 2015, Alg. 1). An unused slot is returned as the same object."""
+        if self.name == "sgd":
+            if self.momentum == 0:
+                return lr * g, a, b
+            a_new = self.momentum * a + g
+            return lr * a_new, a_new, b
+        t = count + 1.0
+        a_new = 0.9 * a + 0.1 * g
+        b_new = 0.999 * b + 0.001 * tf.square(g)
+        a_hat = a_new / (1.0 - tf.pow(0.9, t))
+        b_hat = b_new / (1.0 - tf.pow(0.999, t))
+        return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new
