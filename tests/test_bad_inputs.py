@@ -42,7 +42,7 @@ BAD = [
     (["--set", "noise_multipliers=[nan, 2.0, 2.0]"], "noise_multipliers=[nan, 2.0, 2.0]: must be finite"),
     (["--set", "group_ratios=[nan, 0.5, 0.5]"], "group_ratios=[nan, 0.5, 0.5]: must be finite"),
     (["--set", "clip=inf"], "clip=inf: must be finite"),
-    (["--set", "seed=-1"], "seed=-1: must be a non-negative integer"),
+    (["--set", "seed=-1"], "seed=-1: must be >= 0"),
     # the personal part of a model (methods with client state)
     (["--set", "personal=\"tail\""], "personal='tail': must be 'none', 'head'"),
     (["--set", "methods=[\"fedrep\"]", "--set", "personal=\"none\""],
@@ -146,7 +146,8 @@ BAD = [
     (["--set", "simulation_diagnostics=1"], "simulation_diagnostics=1"),
     (["--set", "sampling=\"fixed\"", "--set", "accountant=\"pld\""],
      "accountant='pld': sampling='fixed' needs accountant='rdp' or 'rdp_basic'"),
-    (["--set", "pfa_accounting=\"per-row\"", "--set", "accountant=\"rdp_basic\""],
+    (["--set", "methods=[\"pfa\"]", "--set", "pfa_accounting=\"per-row\"", "--set",
+      "accountant=\"rdp_basic\""],
      "accountant='rdp_basic': pfa_accounting='per-row' needs accountant='rdp'"),
     (["--set", "group_weighting=\"x\""], "group_weighting='x'"),
     (["--set", "adaptive_clipping=\"x\""], "adaptive_clipping='x'"),

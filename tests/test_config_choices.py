@@ -1,11 +1,13 @@
-"""Keys with a fixed set of values (``config.CHOICES``): each set is the one the module acting
-on the key accepts, and one generic check refuses anything else with one line."""
+"""Keys with a fixed set of values (``config.CHOICES``) or a numeric range (``config.RANGES``):
+each set or range is declared by the module acting on the key, and one generic check refuses
+anything else with one line."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
 
-from tff_idp import config
+from tff_idp import config, key_ranges
 from tff_idp.config import CHOICES, ConfigError, ExperimentConfig
 
 
@@ -62,3 +64,45 @@ def test_owners_refuse_what_the_config_refuses():
         subsample_rate(100, 2, 5, mode)
     with pytest.raises(ValueError, match="data_sampling='x'"):
         subsample_rate(100, 2, 5, "x")
+
+
+def test_every_range_is_a_config_key_and_each_methods_keys_are_checked():
+    """Issue 58 item 3: a numeric key's range is declared by its owner (the engine's in
+    config, a method's in its module) and checked by one loop."""
+    from tff_idp.methods import fedrep, mspafl, pfeddsu
+    assert set(config.RANGES) <= set(config.KEYS)
+    for owner in (fedrep, mspafl, pfeddsu):
+        for key, rng in owner.KEY_RANGES.items():
+            assert config.RANGES[key] is rng, key
+
+
+@pytest.mark.parametrize("rng, inside, outside, rule", [
+    (key_ranges.POSITIVE, [1e-12, 5.0], [0.0, -1.0, float("nan")], "must be positive"),
+    (key_ranges.AT_LEAST_ONE, [1, 7], [0, -3], "must be >= 1"),
+    (key_ranges.NON_NEGATIVE, [0.0, 2.0], [-1e-9], "must be >= 0"),
+    (key_ranges.PROBABILITY_OPEN, [1e-9, 0.5], [0.0, 1.0], "must be in (0, 1)"),
+    (key_ranges.Range(0, 1, low_open=True, why="the fraction kept"), [1.0, 0.3], [0.0, 1.01],
+     "must be in (0, 1]: the fraction kept"),
+    (key_ranges.Range(0, 1, high_open=True), [0.0, 0.99], [1.0, -0.1], "must be in [0, 1)"),
+])
+def test_a_range_holds_inside_refuses_outside_and_says_its_rule(rng, inside, outside, rule):
+    assert rng.rule() == rule
+    for v in inside:
+        key_ranges.check("k", v, rng)
+    key_ranges.check("k", None, rng)                       # unset: not checked
+    for v in outside:
+        with pytest.raises(config.ConfigError) as e:
+            key_ranges.check("k", v, rng)
+        assert str(e.value) == f"k={v!r}: {rule}"
+
+
+@pytest.mark.parametrize("key, value, rule", [
+    ("dsu_sparsity", 0.0, "must be in (0, 1]: the fraction kept"),
+    ("checkin_beta", -1.0, "must be positive"),
+    ("personal_steps", 0, "must be >= 1"),
+    ("momentum", 1.0, "must be in [0, 1)"),
+])
+def test_validate_refuses_a_key_out_of_its_owners_range(key, value, rule):
+    cfg = dataclasses.replace(config.ExperimentConfig(), **{key: value})
+    with pytest.raises(config.ConfigError, match=re.escape(f"{key}={value!r}: {rule}")):
+        config.validate(cfg)

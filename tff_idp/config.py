@@ -19,7 +19,10 @@ from .data.partition import PARTITIONS
 from .data.sources import default_tfds_dir
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
+from .key_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, PROBABILITY_OPEN, Range
+from .key_ranges import check as check_range
 from .methods import METHODS
+from .methods import fedrep, mspafl, pfeddsu
 from .methods.idp import ADAPTIVE_CLIPPINGS
 from .methods.pfa import PFA_PROJECTIONS
 from .methods.pfeddsu import DSU_MASKS, PMTL_MODES
@@ -293,6 +296,21 @@ CHOICES = {
     "pmtl_mode": PMTL_MODES,
     "data_sampling": DATA_SAMPLINGS,
 }
+# numeric keys' ranges: the engine's here, each method's keys' from its module; one check
+RANGES = {
+    "seed": NON_NEGATIVE, "num_clients": AT_LEAST_ONE, "rounds": AT_LEAST_ONE,
+    "checkpoint_every": NON_NEGATIVE, "test_examples": AT_LEAST_ONE,
+    "curve_test_examples": AT_LEAST_ONE, "delta": PROBABILITY_OPEN,
+    "expected_rate": Range(0, 1, low_open=True),
+    "local_lr": POSITIVE, "batch_size": POSITIVE, "local_steps": POSITIVE,
+    "eval_every": POSITIVE, "local_epochs": AT_LEAST_ONE, "server_lr": POSITIVE,
+    "lr_decay": Range(0, 1, low_open=True), "momentum": Range(0, 1, high_open=True),
+    "weight_decay": NON_NEGATIVE, "validation_fraction": Range(0, 1, high_open=True),
+    "fast_chunk_size": Range(1, why="a number of clients trained at once"),
+    "fast_lanes": Range(1, why="a number of sub-cohorts"),
+    "calibration_tolerance": POSITIVE,
+    **fedrep.KEY_RANGES, **pfeddsu.KEY_RANGES, **mspafl.KEY_RANGES,
+}
 # what a reader of a choice key's error line needs besides its values
 CHOICE_NOTES = {"dsu_mask": "'local': each client's own weights, the paper; 'global': the "
                             "broadcast weights"}
@@ -350,8 +368,8 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     from .models import MODELS
     _check_finite(cfg)
     _check_choices(cfg)
-    if cfg.seed < 0:
-        _fail("seed", cfg.seed, "must be a non-negative integer")
+    for key, rng in RANGES.items():
+        check_range(key, getattr(cfg, key), rng)
     for key, top in LIMITS.items():        # beyond what the code can represent or hold
         value = getattr(cfg, key)
         if value is not None and value > top:
@@ -371,20 +389,12 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
               f"(python -m tff_idp.run --list shows every one)")
     if cfg.model not in MODELS:
         _fail("model", cfg.model, f"unknown model; choose from {sorted(MODELS)}")
-    if cfg.num_clients < 1:
-        _fail("num_clients", cfg.num_clients, "must be >= 1")
     if cfg.partition == "natural" and data is None and cfg.dataset not in FEDERATED:
         _fail("partition", cfg.partition, f"dataset={cfg.dataset!r} has no clients of its own; "
               f"'natural' needs one of {', '.join(FEDERATED)}")
     if cfg.partition == "shards" and cfg.partition_param is not None and (
             cfg.partition_param < 1 or cfg.partition_param != int(cfg.partition_param)):
         _fail("partition_param", cfg.partition_param, "shards per client must be an integer >= 1")
-    if cfg.checkpoint_every < 0:
-        _fail("checkpoint_every", cfg.checkpoint_every, "must be >= 0")
-    if cfg.test_examples is not None and cfg.test_examples < 1:
-        _fail("test_examples", cfg.test_examples, "must be >= 1")
-    if cfg.curve_test_examples is not None and cfg.curve_test_examples < 1:
-        _fail("curve_test_examples", cfg.curve_test_examples, "must be >= 1")
     if cfg.partition in ("classes", "dealt_classes") and cfg.partition_param is not None and (
             cfg.partition_param != int(cfg.partition_param)):
         _fail("partition_param", cfg.partition_param, "classes per client must be an integer")
@@ -405,84 +415,23 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         _fail("group_ratios", cfg.group_ratios, "every ratio must be positive")
     if abs(sum(cfg.group_ratios) - 1.0) > 1e-6:
         _fail("group_ratios", cfg.group_ratios, f"must sum to 1 (they sum to {sum(cfg.group_ratios):.6g})")
-    if cfg.delta is not None and not 0 < cfg.delta < 1:
-        _fail("delta", cfg.delta, "must be in (0, 1)")
     if cfg.delta is not None and cfg.num_clients > 0 and cfg.delta >= 1 / cfg.num_clients:
         _fail("delta", cfg.delta, f"must be below 1/num_clients = {1 / cfg.num_clients:.3g} "
               f"(num_clients={cfg.num_clients}): with delta >= 1/n a mechanism may release "
               "one client's data outright and still meet it")
-    if cfg.rounds < 1:
-        _fail("rounds", cfg.rounds, "must be >= 1")
-    if not 0 < cfg.expected_rate <= 1:
-        _fail("expected_rate", cfg.expected_rate, "must be in (0, 1]")
     if not cfg.clip > 0:
         _fail("clip", cfg.clip, "must be positive")
     if not CLIP_RANGE[0] <= cfg.clip <= CLIP_RANGE[1]:
         _fail("clip", cfg.clip, f"must be in [{CLIP_RANGE[0]:g}, {CLIP_RANGE[1]:g}] (norms "
               "outside it overflow or vanish in float32)")
-    for key in ("local_lr", "batch_size", "local_steps", "eval_every"):
-        if not getattr(cfg, key) > 0:
-            _fail(key, getattr(cfg, key), "must be positive")
-    if cfg.local_epochs is not None and cfg.local_epochs < 1:
-        _fail("local_epochs", cfg.local_epochs, "must be >= 1")
-    if not cfg.server_lr > 0:
-        _fail("server_lr", cfg.server_lr, "must be positive")
-    if not 0 < cfg.lr_decay <= 1:
-        _fail("lr_decay", cfg.lr_decay, "must be in (0, 1]")
-    if not 0 <= cfg.momentum < 1:
-        _fail("momentum", cfg.momentum, "must be in [0, 1)")
-    if cfg.keep_fractions is not None and (len(cfg.keep_fractions) != len(cfg.budgets) or
-                                           any(not 0 < k <= 1 for k in cfg.keep_fractions)):
-        _fail("keep_fractions", cfg.keep_fractions, "needs one fraction in (0, 1] per group")
     if cfg.server_accountant is not None and cfg.server_accountant not in SERVER_ACCOUNTANTS:
         _fail("server_accountant", cfg.server_accountant,
               f"must be {_one_of(SERVER_ACCOUNTANTS)} (or unset: the run's accountant)")
-    if cfg.pfa_public_noise == "share" and cfg.pfa_accounting != "paper":
-        _fail("pfa_public_noise", cfg.pfa_public_noise, "'share' goes with pfa_accounting="
-              "'paper' only")
-    if cfg.pfa_accounting == "per-row" and cfg.accountant != "rdp":
-        _fail("accountant", cfg.accountant, "pfa_accounting='per-row' needs accountant='rdp'")
-    if cfg.pfa_accounting == "per-row" and cfg.sampling != "poisson":
-        _fail("sampling", cfg.sampling, "pfa_accounting='per-row' needs sampling='poisson'")
-    if not cfg.fast_chunk_size >= 1:
-        _fail("fast_chunk_size", cfg.fast_chunk_size, "must be a positive number of clients")
-    if not cfg.fast_lanes >= 1:
-        _fail("fast_lanes", cfg.fast_lanes, "must be a positive number of sub-cohorts")
     if cfg.sampling == "fixed" and cfg.accountant not in RDP_ACCOUNTANTS:
         _fail("accountant", cfg.accountant,
               f"sampling='fixed' needs accountant={_one_of(RDP_ACCOUNTANTS)}")
     if cfg.personal is not None and check_spec(cfg.personal) is not None:
         _fail("personal", cfg.personal, check_spec(cfg.personal))
-    if cfg.personal_steps < 1:
-        _fail("personal_steps", cfg.personal_steps, "must be >= 1")
-    if cfg.personal_epochs is not None and cfg.personal_epochs < 1:
-        _fail("personal_epochs", cfg.personal_epochs, "must be >= 1")
-    if cfg.head_epochs < 1:
-        _fail("head_epochs", cfg.head_epochs, "must be >= 1")
-    for key in ("head_lr", "ppsgd_head_lr"):
-        if getattr(cfg, key) is not None and not getattr(cfg, key) > 0:
-            _fail(key, getattr(cfg, key), "must be positive")
-    if cfg.ppsgd_head_epochs < 1:
-        _fail("ppsgd_head_epochs", cfg.ppsgd_head_epochs, "must be >= 1")
-    if not cfg.weight_decay >= 0:
-        _fail("weight_decay", cfg.weight_decay, "must be >= 0")
-    if not 0 < cfg.dsu_sparsity <= 1:
-        _fail("dsu_sparsity", cfg.dsu_sparsity, "must be in (0, 1]: the fraction kept")
-    if cfg.dsu_layers < 1:
-        _fail("dsu_layers", cfg.dsu_layers, "must be >= 1")
-    if not cfg.dsu_lambda >= 0:
-        _fail("dsu_lambda", cfg.dsu_lambda, "must be >= 0")
-    if not cfg.pmtl_lambda >= 0:
-        _fail("pmtl_lambda", cfg.pmtl_lambda, "must be >= 0")
-    if not 0 <= cfg.validation_fraction < 1:
-        _fail("validation_fraction", cfg.validation_fraction, "must be in [0, 1)")
-    if cfg.local_epsilon is not None and not cfg.local_epsilon > 0:
-        _fail("local_epsilon", cfg.local_epsilon, "must be positive")
-    for key in ("local_delta", "composition_delta"):
-        if not 0 < getattr(cfg, key) < 1:
-            _fail(key, getattr(cfg, key), "must be in (0, 1)")
-    if not cfg.checkin_beta > 0:
-        _fail("checkin_beta", cfg.checkin_beta, "must be positive")
     if cfg.data_sampling == "wr" and cfg.local_epochs is not None:
         _fail("data_sampling", cfg.data_sampling, "'wr' draws local_steps x batch_size "
               "examples; it does not go with local_epochs")
@@ -490,8 +439,6 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         for key, value, why in METHODS[m].config_errors(cfg):
             _fail(key, value, why)
     _check_audit(cfg)
-    if cfg.calibration_tolerance is not None and not cfg.calibration_tolerance > 0:
-        _fail("calibration_tolerance", cfg.calibration_tolerance, "must be positive")
     for key in ("rates", "noise_multipliers"):
         v = getattr(cfg, key)
         if v is not None and len(v) != len(cfg.budgets):

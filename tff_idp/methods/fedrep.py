@@ -12,8 +12,12 @@ sigma for the strictest budget, every client sampled at q). The split is the con
 from __future__ import annotations
 
 from ..algorithms import plan as plans
+from ..key_ranges import AT_LEAST_ONE
 from .base import Method, Phase
 from .gdpfed import DPFedAvg
+
+# the ranges of the personal phase's keys (tff_idp.config.RANGES)
+KEY_RANGES = {"personal_steps": AT_LEAST_ONE, "personal_epochs": AT_LEAST_ONE}
 
 
 class FedRep(Method):

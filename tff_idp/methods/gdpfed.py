@@ -78,6 +78,13 @@ class GDPFedPlus(GDPFedOpc):
     summary = "GDPFed+: GDPFed-opc with per-group top-k sparsification (paper 000 Sec. V)"
     planner = staticmethod(plans.plan_gdpfed_plus)
 
+    def config_errors(self, cfg):
+        yield from super().config_errors(cfg)
+        keep = cfg.keep_fractions
+        if keep is not None and (len(keep) != len(cfg.budgets)
+                                 or any(not 0 < k <= 1 for k in keep)):
+            yield "keep_fractions", keep, "needs one fraction in (0, 1] per group"
+
     def plan_kwargs(self, cfg):
         kwargs = super().plan_kwargs(cfg)
         if cfg.keep_fractions is not None:

@@ -23,6 +23,14 @@ class PFA(Method):
         if cfg.noise_draw == "group":
             yield ("noise_draw", cfg.noise_draw, "pfa's public clients are noised one by one; "
                    "use 'client'")
+        if cfg.pfa_public_noise == "share" and cfg.pfa_accounting != "paper":
+            yield ("pfa_public_noise", cfg.pfa_public_noise, "'share' goes with "
+                   "pfa_accounting='paper' only")
+        if cfg.pfa_accounting == "per-row" and cfg.accountant != "rdp":
+            yield "accountant", cfg.accountant, "pfa_accounting='per-row' needs accountant='rdp'"
+        if cfg.pfa_accounting == "per-row" and cfg.sampling != "poisson":
+            yield ("sampling", cfg.sampling, "pfa_accounting='per-row' needs "
+                   "sampling='poisson'")
 
     def plan_kwargs(self, cfg):
         return {**super().plan_kwargs(cfg), "pfa_accounting": cfg.pfa_accounting,

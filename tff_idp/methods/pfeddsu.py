@@ -30,6 +30,7 @@ x sum / (qN), which is 001's mean over the realised cohort when q = 1, its setti
 """
 from __future__ import annotations
 
+from ..key_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Range
 from .base import Phase
 from .fedrep import DPFedRep
 from .gdpfed import DPFedAvg
@@ -38,6 +39,13 @@ DSU_MASKS = ("local", "global")       # dsu_mask: each client's own weights (the
                                       # broadcast weights (one mask for every client)
 PMTL_MODES = ("intended", "reference")   # pmtl_mode: the proximal term with its gradient, or
                                          # the public code's term, which has none
+# the ranges of paper 001's keys (tff_idp.config.RANGES checks every config against them)
+KEY_RANGES = {
+    "head_epochs": AT_LEAST_ONE, "head_lr": POSITIVE,
+    "ppsgd_head_epochs": AT_LEAST_ONE, "ppsgd_head_lr": POSITIVE,
+    "dsu_sparsity": Range(0, 1, low_open=True, why="the fraction kept"),
+    "dsu_layers": AT_LEAST_ONE, "dsu_lambda": NON_NEGATIVE, "pmtl_lambda": NON_NEGATIVE,
+}
 
 
 def _head_lr(cfg) -> float:
