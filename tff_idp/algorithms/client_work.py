@@ -404,29 +404,6 @@ class ClientTrainer:
         return params, loss_sum, count
 
 
-def padded_rows(arrays, dtype=None) -> np.ndarray:
-    """K clients' arrays of different lengths (examples, labels, features) as one
-    [K, n_max, ...] array, zero-padded after each client's own rows."""
-    out = np.zeros((len(arrays), max(len(a) for a in arrays)) + arrays[0].shape[1:],
-                   dtype or arrays[0].dtype)
-    for c, a in enumerate(arrays):
-        out[c, :len(a)] = a
-    return out
-
-
-def padded_order(orders, batch: int):
-    """K clients' training orders (positions into each one's examples, of different
-    lengths) as ([K, steps, batch] positions, [K, steps, batch] 1/0 weights): the batches of a
-    phase of epochs, a short last batch and missing steps padded with weight 0 (an
-    all-padding step changes nothing, :meth:`ClientTrainer.step`)."""
-    steps = max(1, max(-(-len(o) // batch) for o in orders))
-    order = np.zeros((len(orders), steps * batch), np.int32)
-    ws = np.zeros((len(orders), steps * batch), np.float32)
-    for c, o in enumerate(orders):
-        order[c, :len(o)], ws[c, :len(o)] = o, 1.0
-    return order.reshape(len(orders), steps, batch), ws.reshape(len(orders), steps, batch)
-
-
 def _frozen_whole(t) -> bool:
     """A trainable mask that freezes its whole tensor (a numpy constant of zeros)."""
     return t is not None and not isinstance(t, tf.Tensor) and not np.any(t)

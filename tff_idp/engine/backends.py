@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import LocalTraining, padded_order, padded_rows
+from ..algorithms.client_work import LocalTraining
+from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
@@ -74,7 +75,7 @@ class TFFBackend:
         one dataset per client with one phase, a list of them with several. A phase on
         features computed once gets its examples in training order (``expand``): the TFF
         client runs the full forward pass, the same steps."""
-        per_phase = [[tf.data.Dataset.from_tensor_slices(expand(e)).batch(
+        per_phase = [[tf.data.Dataset.from_tensor_slices(tuple(expand(e))).batch(
             self.batch_size, drop_remainder=not phase.epochs) for e in examples]
             for phase, examples in zip(self.program.phases, batches)]
         return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
@@ -106,8 +107,8 @@ def expand(examples):
     y[order]) for a phase on features computed once, which gives (x, y, order)."""
     if len(examples) == 3:
         x, y, order = examples
-        return x[order], y[order]
-    return examples
+        return ClientDataset(x, y).take(order)
+    return ClientDataset(*examples)
 
 
 class FastBackend:
@@ -242,32 +243,16 @@ class FastBackend:
         order, ws = padded_order([e[2] for e in examples], self.cfg.batch_size)
         key = tuple(id(e[0]) for e in examples) + tuple(id(e[1]) for e in examples)
         if key not in shared:
-            shared[key] = (padded_rows([e[0] for e in examples]),
-                           padded_rows([e[1] for e in examples]))
+            shared[key] = cohort_rows([ClientDataset(e[0], e[1]) for e in examples])
         return shared[key] + (ws, order)
 
     def _padded_batches(self, examples, phase):
         """Every client's batches of one phase as [clients, steps, batch, ...] arrays with
-        example weights: ``phase.steps`` full batches each (weights None: nothing is padded),
-        or (a phase of epochs) each client's own number of batches, its short last batch and
-        missing steps padded with weight 0 (FedJAX's for_each_client idea: one shape for the
-        cohort, masks for the differences)."""
-        bsz = self.cfg.batch_size
-        if not phase.epochs:                     # every client: the phase's full batches
-            return (np.stack([x.reshape((phase.steps, bsz) + x.shape[1:])
-                              for x, _ in examples]),
-                    np.stack([y.reshape((phase.steps, bsz) + y.shape[1:])
-                              for _, y in examples]), None)
-        steps = max(1, max(-(-len(y) // bsz) for _, y in examples))
-        x0, y0 = examples[0]
-        xs = np.zeros((len(examples), steps * bsz) + x0.shape[1:], x0.dtype)
-        ys = np.zeros((len(examples), steps * bsz) + y0.shape[1:], y0.dtype)
-        ws = np.zeros((len(examples), steps * bsz), np.float32)
-        for c, (x, y) in enumerate(examples):
-            xs[c, :len(y)], ys[c, :len(y)], ws[c, :len(y)] = x, y, 1.0
-        return (xs.reshape((len(examples), steps, bsz) + x0.shape[1:]),
-                ys.reshape((len(examples), steps, bsz) + y0.shape[1:]),
-                ws.reshape(len(examples), steps, bsz))
+        example weights (``data.client_dataset.cohort_batches``): ``phase.steps`` full
+        batches each (weights None: nothing is padded), or (a phase of epochs) each client's
+        own number of batches, its short last batch and missing steps padded with weight 0."""
+        return cohort_batches(examples, self.cfg.batch_size,
+                              None if phase.epochs else phase.steps)
 
     def step(self, batches, infos, rnd, personal=(), canaries=None):
         """One round; with no client (``infos`` empty) the aggregator still runs on zero

@@ -1,11 +1,14 @@
 """Each client's training examples of a round, in the order it uses them: drawn from (seed,
 round, client[, phase]) with numpy, so both backends train on the same arrays (the fast
-backend takes them as (x, y, order) for phases of epochs, ``backends.expand``)."""
+backend takes them as (x, y, order) for phases of epochs, ``backends.expand``). The order's
+draw and the cohort's padded batches are the data layer's (``data.client_dataset``); this
+module says which key each client's order is drawn from."""
 from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
 
+from ..data.client_dataset import training_order
 from .experiment import Experiment
 
 
@@ -27,14 +30,10 @@ def client_example_order(exp: Experiment, client: int, rnd: int, phase=None, ind
     epochs = cfg.local_epochs if phase is None else phase.epochs
     steps = cfg.local_steps if phase is None else phase.steps
     idx = exp.client_indices[client]
-    n = len(idx)
-    rng = np.random.default_rng([cfg.seed, rnd, client, DATA_ORDER_VERSION]
-                                + ([index] if index else []))
-    need = None if epochs else steps * cfg.batch_size
-    if need is not None and cfg.data_sampling == "wr":     # Qb uniform draws (002 eq. 9)
-        return idx, rng.integers(n, size=need)
-    passes = epochs or -(-need // n)
-    return idx, np.concatenate([rng.permutation(n) for _ in range(passes)])[:need]
+    key = [cfg.seed, rnd, client, DATA_ORDER_VERSION] + ([index] if index else [])
+    return idx, training_order(len(idx), key, epochs,
+                               None if epochs else steps * cfg.batch_size,
+                               with_replacement=cfg.data_sampling == "wr")
 
 
 def client_examples(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):

@@ -253,7 +253,7 @@ class ReadoutFineTune:
     def __call__(self, rnd, features, weights, heads, clients=None):
         """``heads``: {read-out tensor index: [N, ...]} in the evaluation's client order
         (``clients``: their ids, default 0..N-1); returns them fine-tuned."""
-        from ..algorithms.client_work import padded_order, padded_rows
+        from ..data.client_dataset import padded_order, padded_rows
         index = list(self.cohort_model.readout_tensors)
         n = len(heads[index[0]])
         clients = list(range(n)) if clients is None else clients

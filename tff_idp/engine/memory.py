@@ -4,7 +4,7 @@ of growing until the kernel kills it. No TensorFlow.
 
 Counted (bytes): the data set as float32 arrays; each round's training plan for the expected
 cohort, q_max n clients x local_steps x batch_size positions (int64 order, int32 position and
-float32 weight per example-step: 16 bytes, ``algorithms.client_work.padded_order``); and the
+float32 weight per example-step: 16 bytes, ``data.client_dataset.padded_order``); and the
 examples a chunk of min(cohort, fast_chunk_size) clients gathers for its local steps, as
 float32. Model weights, activations and TensorFlow's own memory come on top: the estimate
 only refuses what certainly cannot fit.
