@@ -291,7 +291,8 @@ def _bench(args, only, tff):
             args.warmup, args.rounds)
 
     from .algorithms.client_work import ClientProgram
-    from .algorithms.plan import PrivacySetting, plan_dp_fedavg
+    from .algorithms.plan import PrivacySetting
+    from .methods.gdpfed import plan_dp_fedavg
     from .methods import METHODS
     from .models.split import split_model
     setting = PrivacySetting([1.0], [k], 1e-5, 10, 1.0, 1.0)

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .algorithms.plan import GROUP_WEIGHTINGS, PFA_ACCOUNTINGS, PFA_PUBLIC_NOISES
+from .algorithms.plan import GROUP_WEIGHTINGS
 from .audit.bounds import MAX_CANARIES
 from .data import FEDERATED, SOURCES
 from .data.partition import PARTITIONS
@@ -24,7 +24,7 @@ from .key_ranges import check as check_range
 from .methods import METHODS
 from .methods import fedrep, mspafl, pfeddsu
 from .methods.idp import ADAPTIVE_CLIPPINGS
-from .methods.pfa import PFA_PROJECTIONS
+from .methods.pfa import PFA_ACCOUNTINGS, PFA_PROJECTIONS, PFA_PUBLIC_NOISES
 from .methods.pfeddsu import DSU_MASKS, PMTL_MODES
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from tff_idp.algorithms.plan import PLANNERS, PrivacySetting, combination_weights
+from tff_idp.algorithms.plan import PrivacySetting, combination_weights
+from tff_idp.methods import PLANNERS
 from tff_idp.privacy import PrivacyLedger, accounting
 
 SETTING = PrivacySetting(budgets=[0.5, 1.5, 3.0], group_sizes=[2000, 2000, 2000],

@@ -11,7 +11,8 @@ below" is what a correct ledger must satisfy.
 import numpy as np
 import pytest
 
-from tff_idp.algorithms.plan import PLANNERS, PrivacySetting
+from tff_idp.algorithms.plan import PrivacySetting
+from tff_idp.methods import PLANNERS
 from tff_idp.privacy import PrivacyLedger, accounting
 
 from . import independent_rdp as ind

@@ -18,6 +18,12 @@ METHODS: Dict[str, Method] = {m.name: m for m in (
     IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg()) + PAPER001}
 
 
+# each planner once, under the method it is named for (``plan_<method>``; FedRep's and paper
+# 001's methods reuse P-FedAvg's and DP-FedAvg's; MS-PAFL's plan is its ``plan`` method)
+PLANNERS = {m.name: m.planner for m in METHODS.values()
+            if m.planner is not None and m.planner.__name__ == f"plan_{m.name}"}
+
+
 # the names the papers print (plots and figure legends; configs use the registry keys)
 PAPER_NAMES = {
     "p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed",
@@ -37,4 +43,4 @@ def paper_name(name: str) -> str:
     return PAPER_NAMES.get(name, name)
 
 
-__all__ = ["METHODS", "PAPER_NAMES", "Method", "Phase", "get", "paper_name"]
+__all__ = ["METHODS", "PAPER_NAMES", "PLANNERS", "Method", "Phase", "get", "paper_name"]

@@ -11,10 +11,9 @@ sigma for the strictest budget, every client sampled at q). The split is the con
 ``personal`` (default ``"head"``: the last Dense layer)."""
 from __future__ import annotations
 
-from ..algorithms import plan as plans
 from ..key_ranges import AT_LEAST_ONE
 from .base import Method, Phase
-from .gdpfed import DPFedAvg
+from .gdpfed import DPFedAvg, plan_dp_fedavg, plan_p_fedavg
 
 # the ranges of the personal phase's keys (tff_idp.config.RANGES)
 KEY_RANGES = {"personal_steps": AT_LEAST_ONE, "personal_epochs": AT_LEAST_ONE}
@@ -23,7 +22,7 @@ KEY_RANGES = {"personal_steps": AT_LEAST_ONE, "personal_epochs": AT_LEAST_ONE}
 class FedRep(Method):
     name = "fedrep"
     summary = "FedRep (Collins et al. 2021): shared body, a personal head per client; no privacy"
-    planner = staticmethod(plans.plan_p_fedavg)
+    planner = staticmethod(plan_p_fedavg)
     default_split = "head"
     needs_personal = True
 
@@ -43,7 +42,7 @@ class FedRep(Method):
 class DPFedRep(FedRep, DPFedAvg):
     name = "dp_fedrep"
     summary = "FedRep with the shared body's updates clipped and noised (client-level DP)"
-    planner = staticmethod(plans.plan_dp_fedavg)
+    planner = staticmethod(plan_dp_fedavg)
 
     plan_kwargs = DPFedAvg.plan_kwargs
     plan_version = DPFedAvg.plan_version

@@ -3,15 +3,16 @@ for the strictest budget, 003 Algorithm 2), GDPFed (a sigma per privacy group, T
 GDPFed-opc (Problem 1's per-group rates) and GDPFed+ (those rates and per-group Top_k,
 Algorithm 1). One round for all of them: broadcast, local SGD on the whole model, clip,
 noise, group sums, (top-k,) reweighted group means added to the model. They differ only in
-their plans (``tff_idp.algorithms.plan``)."""
+their planners, below."""
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
-from ..algorithms import plan as plans
-from ..privacy import gdpfed
+from ..algorithms.plan import MethodPlan, PrivacySetting, grouped_plan
+from ..privacy import accounting, gdpfed
 from .base import Method
 
 
@@ -22,10 +23,66 @@ def noise_magnitude_at_rates(plan, setting) -> dict:
         plan.noise_multipliers_sq, setting.clip, cohorts, plan.keep_fractions)}
 
 
+def plan_p_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
+    """P-FedAvg: FedAvg with uniform sampling at rate q, no clipping, no noise."""
+    m = len(setting.group_sizes)
+    n = float(sum(setting.group_sizes))
+    return MethodPlan("p_fedavg", False, [setting.expected_rate] * m, [0.0] * m, [0] * m,
+                      [math.inf], [0.0], [setting.expected_rate * n], [1.0], [1.0])
+
+
+def plan_dp_fedavg(setting: PrivacySetting, noise_multiplier=None, **_) -> MethodPlan:
+    """DP-FedAvg (003 Algorithm 2): one rate q for all, sigma calibrated to the strictest
+    budget min_m epsilon_m, mean over the cohort r = q n.
+
+    With fixed-size cohorts (drawn per group, round(q |G_m|) of |G_m|) a client's epsilon
+    depends on its group's size, so sigma is the largest of the groups' calibrations: every
+    group meets the strictest budget under the ledger's own per-group accounting."""
+    m = len(setting.group_sizes)
+    n = float(sum(setting.group_sizes))
+    if noise_multiplier is None:
+        sizes = sorted(set(setting.group_sizes)) if setting.sampling == "fixed" else [None]
+        noise_multiplier = max(accounting.calibrate_noise_multiplier(
+            min(setting.budgets), setting.expected_rate, setting.rounds, setting.delta,
+            setting.accountant, setting.tolerance, setting.sampling, size) for size in sizes)
+    z = float(noise_multiplier)
+    return MethodPlan("dp_fedavg", True, [setting.expected_rate] * m, [z] * m, [0] * m,
+                      [setting.clip], [z * setting.clip], [setting.expected_rate * n], [1.0],
+                      [1.0])
+
+
+def plan_gdpfed(setting: PrivacySetting, noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed: every group sampled at q, sigma_m calibrated to epsilon_m (Theorem 1)."""
+    return grouped_plan("gdpfed", setting, [setting.expected_rate] * len(setting.budgets),
+                         noise_multipliers=noise_multipliers)
+
+
+def _optimal_rates(setting, local_lr, local_steps, sparsify):
+    return gdpfed.optimal_sampling_rates(setting.budgets, setting.group_sizes,
+                                         setting.expected_rate, setting.rounds, setting.delta,
+                                         local_lr, local_steps, sparsify)
+
+
+def plan_gdpfed_opc(setting: PrivacySetting, rates=None, local_lr=0.1, local_steps=5,
+                    noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed-opc (GDPFed-op in 003): Problem 1's rates (phi* = 0), no sparsification."""
+    rates = rates if rates is not None else _optimal_rates(setting, local_lr, local_steps, False)
+    return grouped_plan("gdpfed_opc", setting, rates, noise_multipliers=noise_multipliers)
+
+
+def plan_gdpfed_plus(setting: PrivacySetting, rates=None, keep_fractions=(0.7, 0.8, 0.9),
+                     local_lr=0.1, local_steps=5, noise_multipliers=None, **_) -> MethodPlan:
+    """GDPFed+ (Algorithm 1): Problem 1's rates and per-group Top_k with k_m/d."""
+    if len(keep_fractions) != len(setting.budgets):
+        raise ValueError(f"keep_fractions={list(keep_fractions)} needs one entry per group")
+    rates = rates if rates is not None else _optimal_rates(setting, local_lr, local_steps, True)
+    return grouped_plan("gdpfed_plus", setting, rates, keep_fractions, noise_multipliers)
+
+
 class PFedAvg(Method):
     name = "p_fedavg"
     summary = "FedAvg without privacy (paper 000's P-FedAvg): the accuracy ceiling"
-    planner = staticmethod(plans.plan_p_fedavg)
+    planner = staticmethod(plan_p_fedavg)
 
     def plan_kwargs(self, cfg):
         return {}
@@ -37,7 +94,7 @@ class PFedAvg(Method):
 class DPFedAvg(Method):
     name = "dp_fedavg"
     summary = "DP-FedAvg: one noise multiplier for all, set by the strictest budget (000/003)"
-    planner = staticmethod(plans.plan_dp_fedavg)
+    planner = staticmethod(plan_dp_fedavg)
 
     def plan_kwargs(self, cfg):
         if cfg.noise_multipliers is None:
@@ -55,7 +112,7 @@ class DPFedAvg(Method):
 class GDPFed(Method):
     name = "gdpfed"
     summary = "GDPFed (paper 000 Alg. 1): each privacy group's own noise at one sampling rate"
-    planner = staticmethod(plans.plan_gdpfed)
+    planner = staticmethod(plan_gdpfed)
 
     def plan_summary(self, plan, setting):
         """Lambda of equal rates (003 Problem 1 with q_m = q)."""
@@ -66,7 +123,7 @@ class GDPFed(Method):
 class GDPFedOpc(GDPFed):
     name = "gdpfed_opc"
     summary = "GDPFed-opc: GDPFed with per-group sampling rates from Problem 1 (paper 000/003)"
-    planner = staticmethod(plans.plan_gdpfed_opc)
+    planner = staticmethod(plan_gdpfed_opc)
     uses_rates = True
 
     def plan_summary(self, plan, setting):
@@ -76,7 +133,7 @@ class GDPFedOpc(GDPFed):
 class GDPFedPlus(GDPFedOpc):
     name = "gdpfed_plus"
     summary = "GDPFed+: GDPFed-opc with per-group top-k sparsification (paper 000 Sec. V)"
-    planner = staticmethod(plans.plan_gdpfed_plus)
+    planner = staticmethod(plan_gdpfed_plus)
 
     def config_errors(self, cfg):
         yield from super().config_errors(cfg)

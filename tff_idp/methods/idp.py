@@ -3,13 +3,85 @@
 and in paper 004's own form with adaptive clipping (Andrew et al. 2021)."""
 from __future__ import annotations
 
-from ..algorithms import plan as plans
-from ..privacy import idp
+import functools
+
+import numpy as np
+
+from ..algorithms.plan import MethodPlan, PrivacySetting, combination_weights, grouped_plan
+from ..privacy import gdpfed, idp
 from .base import Method
 from .gdpfed import noise_magnitude_at_rates
 
 # adaptive_clipping: "ours" (seeded, both backends) or "tff" (TFF's own factory)
 ADAPTIVE_CLIPPINGS = ("ours", "tff")
+
+
+def _group_ratios(setting):
+    sizes = np.asarray(setting.group_sizes, dtype=float)
+    return sizes / sizes.sum()
+
+
+@functools.lru_cache(maxsize=16)
+def _sample_calibration_cached(budgets, ratios, rate, rounds, delta, accountant):
+    return idp.sample_rates(list(budgets), list(ratios), rate, rounds, delta, accountant)
+
+
+def _sample_calibration(setting: PrivacySetting) -> idp.SampleCalibration:
+    """SAMPLE's shared sigma and per-group rates for a setting, computed once per setting
+    (idp_sample and idp_fedavg share it; each calibration takes seconds)."""
+    return _sample_calibration_cached(tuple(setting.budgets), tuple(_group_ratios(setting)),
+                                      setting.expected_rate, setting.rounds, setting.delta,
+                                      setting.accountant)
+
+
+def plan_idp_sample(setting: PrivacySetting, rates=None, **_) -> MethodPlan:
+    """IDP-FedAvg SAMPLE as GDPFed's baseline (003 App. B.2): per-group rates and one shared
+    sigma from :func:`tff_idp.privacy.idp.sample_rates`, fixed clip C; every group sum gets
+    N(0, sigma^2 C^2) (disjoint groups: the same guarantee as one noise on the total), so the
+    group means can be reweighted like GDPFed's.
+
+    With fixed ``rates`` (e.g. the FMNIST rates 003 App. B.2 prints, (0.82, 2.80, 2.38)%) the
+    shared sigma is the largest of the groups' own calibrations at those rates, the one
+    sigma under which every group stays within its budget (groups whose own sigma is smaller
+    spend less than their budget; the ledger shows it)."""
+    m = len(setting.budgets)
+    if rates is None:
+        c = _sample_calibration(setting)
+        rates, sigma = c.rates, c.noise_multiplier
+    else:
+        sigma = max(gdpfed.group_noise_multipliers(
+            setting.budgets, rates, setting.rounds, setting.delta, setting.accountant,
+            setting.tolerance, setting.sampling, setting.group_sizes))
+    return grouped_plan("idp_sample", setting, rates, noise_multipliers=[sigma] * m)
+
+
+def plan_idp_scale(setting: PrivacySetting, **_) -> MethodPlan:
+    """IDP-FedAvg SCALE (Boenisch et al.; 003 App. B.2): shared rate q, per-group clips
+    C_p = C sigma_bar / sigma_p, one noise std sigma_bar C on every group sum."""
+    c = idp.scale_clips(setting.budgets, _group_ratios(setting), setting.expected_rate,
+                        setting.rounds, setting.delta, setting.clip, setting.accountant,
+                        setting.tolerance)
+    m = len(setting.budgets)
+    cohorts = [setting.expected_rate * s for s in setting.group_sizes]
+    return MethodPlan(
+        method="idp_scale", private=True, rates=[setting.expected_rate] * m,
+        noise_multipliers=c.group_noise_multipliers, aggregation_groups=list(range(m)),
+        clips=c.clips, noise_stddevs=[c.noise_multiplier * setting.clip] * m,
+        expected_cohorts=cohorts, weights=combination_weights(cohorts, setting),
+        keep_fractions=[1.0] * m)
+
+
+def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
+    """IDP-FedAvg in paper 004's own form: SAMPLE rates (Bernoulli per client), one global
+    sigma, TFF's adaptive-clipping DP aggregator (initial clip 0.1, target quantile 0.5,
+    clip learning rate 0.2, clipped-count stddev 0.05 x expected cohort) normalised by the
+    expected cohort. sigma covers value and clipped-count noise together (TFF splits it)."""
+    c = _sample_calibration(setting)
+    m = len(setting.budgets)
+    expected = float(np.dot(c.rates, setting.group_sizes))
+    return MethodPlan("idp_fedavg", True, list(c.rates), [c.noise_multiplier] * m, [0] * m,
+                      [0.1], [c.noise_multiplier * 0.1], [expected], [1.0], [1.0],
+                      adaptive_clip=True)
 
 
 class _Individualized(Method):
@@ -29,7 +101,7 @@ class _Individualized(Method):
 class IDPSample(_Individualized):
     name = "idp_sample"
     summary = "IDP-FedAvg SAMPLE (Boenisch et al. 2023): one sigma, per-group sampling rates"
-    planner = staticmethod(plans.plan_idp_sample)
+    planner = staticmethod(plan_idp_sample)
     uses_rates = True              # fixed rates, e.g. 003 App. B.2's printed ones
 
     def plan_version(self, cfg):
@@ -42,7 +114,7 @@ class IDPSample(_Individualized):
 class IDPScale(_Individualized):
     name = "idp_scale"
     summary = "IDP-FedAvg SCALE (Boenisch et al. 2023): one rate, per-group clips scaling the noise"
-    planner = staticmethod(plans.plan_idp_scale)
+    planner = staticmethod(plan_idp_scale)
 
 
 class IDPFedAvg(_Individualized):
@@ -53,7 +125,7 @@ class IDPFedAvg(_Individualized):
     whose noise is unseeded (TFF backend only)."""
     name = "idp_fedavg"
     summary = "IDP-FedAvg as paper 004 runs it: SAMPLE's rates with adaptive clipping"
-    planner = staticmethod(plans.plan_idp_fedavg)
+    planner = staticmethod(plan_idp_fedavg)
     adaptive_clip = True
 
     def plan_version(self, cfg):

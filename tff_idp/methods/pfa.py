@@ -2,21 +2,80 @@
 individually noised updates span a principal subspace, the lowest group's mean is projected
 onto it around the public mean, per layer or globally (``pfa_projection``;
 ``tff_idp.aggregators.PFAFactory``); planned like GDPFed, accounted per ``pfa_accounting``
-(``tff_idp.algorithms.plan.plan_pfa``)."""
+(:func:`plan_pfa`)."""
 from __future__ import annotations
 
-from ..algorithms import plan as plans
+import dataclasses
+
+from ..algorithms.plan import MethodPlan, PrivacySetting, grouped_plan
+from ..privacy import accounting, gdpfed
 from .base import Method
 
 # pfa_projection: each model tensor its own subspace, or one of the whole update
 # (tff_idp.aggregators.PFAProjection)
 PFA_PROJECTIONS = ("per-layer", "global")
+PFA_ACCOUNTINGS = ("paper", "per-row")              # pfa_accounting: plan_pfa
+PFA_PUBLIC_NOISES = ("full", "share")               # pfa_public_noise: plan_pfa
+
+
+PFA_SHARE_GAP = (
+    "PFA with public_noise='share' (a diagnostic reading): public clients add only their "
+    "share of the group sum's noise, yet the server sees their rows one by one, so a row is "
+    "barely noised; no epsilon bounds what the server learns about a public client")
+
+
+PFA_ACCOUNTING_GAP = (
+    "PFA's public clients each send an individually noised update that the server sees one "
+    "by one; the ledger accounts them as a sampled noised sum, so its epsilon does not bound "
+    "what the server learns about a public client (pfa_accounting='per-row' does)")
+
+
+def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="paper",
+             public_noise="full", **_) -> MethodPlan:
+    """PFA in GDPFed's adaptation (003 App. B.2): rate q for all, sigma_m per budget as in
+    GDPFed; the highest-budget group is public (its clients' individually noised updates
+    define a rank-1 principal subspace), the lowest group's mean is projected onto it, the
+    middle group is kept as it is, and the reweighting of GDPFed combines them.
+
+    ``pfa_accounting="paper"``: the public group's sigma is calibrated like a GDPFed group's
+    (amplified, noised sum), as the adaptation does; the plan records that this does not
+    cover the rows the server sees (:data:`PFA_ACCOUNTING_GAP`). ``"per-row"``: each public
+    row is a Gaussian release of one client whose participation the server observes
+    (:func:`tff_idp.privacy.accounting.observed_epsilon`), and the public sigma is calibrated
+    to the public budget under that accounting; the ledger accounts it the same way.
+    ``public_noise="share"``: public clients add only their share of the group noise (a
+    diagnostic reading of how the paper's PFA numbers might have been made; not private
+    against the server, :data:`PFA_SHARE_GAP`)."""
+    if pfa_accounting not in PFA_ACCOUNTINGS:
+        raise ValueError(f"pfa_accounting={pfa_accounting!r} is not one of {PFA_ACCOUNTINGS}")
+    if public_noise == "share" and pfa_accounting != "paper":
+        raise ValueError("public_noise='share' is a diagnostic of the paper's adaptation; "
+                         "pfa_accounting must be 'paper'")
+    m = len(setting.budgets)
+    if m < 2:
+        raise ValueError("PFA needs at least two privacy groups")
+    public = m - 1
+    if pfa_accounting == "per-row" and noise_multipliers is None:
+        noise_multipliers = gdpfed.group_noise_multipliers(
+            setting.budgets[:public], [setting.expected_rate] * public, setting.rounds,
+            setting.delta, setting.accountant, setting.tolerance, setting.sampling,
+            setting.group_sizes[:public]) + [accounting.calibrate_observed_noise_multiplier(
+                setting.budgets[public], setting.expected_rate, setting.rounds, setting.delta)]
+    plan = grouped_plan("pfa", setting, [setting.expected_rate] * m,
+                         noise_multipliers=noise_multipliers)
+    if pfa_accounting == "per-row":
+        return dataclasses.replace(plan, public_group=public, projected_group=0,
+                                   observed_groups=[public])
+    return dataclasses.replace(plan, public_group=public, projected_group=0,
+                               public_noise=public_noise,
+                               accounting_gap=PFA_SHARE_GAP if public_noise == "share"
+                               else PFA_ACCOUNTING_GAP)
 
 
 class PFA(Method):
     name = "pfa"
     summary = "PFA (Liu et al. 2021): private mean projected on the public clients' subspace"
-    planner = staticmethod(plans.plan_pfa)
+    planner = staticmethod(plan_pfa)
 
     def config_errors(self, cfg):
         yield from super().config_errors(cfg)
