@@ -297,3 +297,25 @@ def test_every_import_runs_down_the_architecture_pages_layers():
               for f in files if f not in faces for line, g in _imports(f)
               if layer(g) > layer(f)]
     assert not upward, upward
+
+
+def test_every_method_hook_is_placed_in_a_role():
+    """Issue 58 item 3: the plug-in's hooks are grouped as TFF composes a learning process
+    (planner, distributor, client work, aggregator, finalizer, reporter); methods/base.py's
+    docstring places each one, so a new hook has to say which role it serves."""
+    import inspect
+    import re
+    from tff_idp.methods import base
+    doc = base.__doc__
+    roles = ["planner", "distributor", "client work", "aggregator", "finalizer", "reporter"]
+    sections = re.split(r"\n- \*\*", "\n" + doc.split("\n\n")[1])[1:]
+    assert [s.split("**")[0] for s in sections] == roles
+    hooks = [n for n, v in vars(base.Method).items()
+             if not n.startswith("_") and n not in ("name", "summary")
+             and (inspect.isfunction(v) or isinstance(v, (staticmethod, bool, str))
+                  or v is None)]
+    assert len(hooks) >= 20
+    for hook in hooks:
+        placed = [r for r, s in zip(roles, sections)
+                  if re.search(rf"(Method\.|``){hook}(`|``)", s)]
+        assert len(placed) == 1, (hook, placed)

@@ -1,28 +1,38 @@
-"""What a method is, for the round loop and the backends: a plug-in that says
+"""What a method is, for the round loop and the backends: a plug-in grouped the way TFF
+composes a ``LearningProcess`` (distributor, client work, aggregator, finalizer), with a
+planner before the rounds and a reporter after them. Each hook sits in its role's section of
+:class:`Method`:
 
-- its **privacy plan** (:meth:`Method.plan`: rates, clips, noise, as a
-  :class:`~tff_idp.algorithms.plan.MethodPlan` the ledger checks);
-- its **aggregator** (:meth:`Method.aggregation_factory`: clip, noise, group sums, top-k,
-  reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs);
-- its **parameter split** (:meth:`Method.split_spec`: which parameters are shared and which
-  personal, :mod:`tff_idp.models.split`);
-- its **client work** (:meth:`Method.phases`: local training in phases, each training all,
-  the shared or the personal parameters; :meth:`Method.client_output`: what leaves the
-  client, by default the shared part of its model change);
-- its **server update** (:meth:`Method.server_update`: by default
-  theta <- theta + server_lr * aggregate);
-- its **evaluation** (the global model on the test set when nothing is personal; each
-  client's own model on its own test examples otherwise: ``engine.evaluation``).
+- **planner** (no TensorFlow): :meth:`Method.config_errors` (settings it cannot run with),
+  :meth:`Method.check_experiment` (what the loaded data rules out), :meth:`Method.plan` with
+  ``planner`` and :meth:`Method.plan_kwargs` (rates, clips, noise as a
+  :class:`~tff_idp.algorithms.plan.MethodPlan` the ledger checks), ``implied_config``,
+  ``plan_version``; flags ``uses_rates``, ``checks_budgets``;
+- **distributor**: :meth:`Method.split_spec` (which parameters are broadcast and which stay
+  personal, :mod:`tff_idp.models.split`; ``default_split``, ``needs_personal``),
+  :meth:`Method.build_model`;
+- **client work**: :meth:`Method.phases` (local training in phases, each training all, the
+  shared or the personal parameters), :meth:`Method.reparam` (sparsified training),
+  ``client_output`` (what leaves the client, by default the shared part of its model
+  change);
+- **aggregator**: :meth:`Method.aggregation_factory` (clip, noise, group sums, top-k,
+  reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs),
+  :meth:`Method.noise_drawn_by`; flag ``adaptive_clip``;
+- **finalizer**: ``server_update`` (by default theta <- theta + server_lr * aggregate);
+- **reporter**: :meth:`Method.evaluation` (the global model on the test set when nothing is
+  personal; each client's own model on its own test examples otherwise:
+  ``engine.evaluation``; flag ``client_tests``), :meth:`Method.plan_summary`,
+  :meth:`Method.summary_extras`, :meth:`Method.privacy_summary`.
 
 The round loop (``engine.loop``) and the backends (``engine.backends``: TFF and fast) call
 these and name no method; adding a method is a new plug-in module and a registry line
-(``tff_idp.methods``). This follows TFF's ``LearningProcess`` composition (distributor,
-client work, aggregator, finalizer) and FedJAX's client init / step / final, with the
+(``tff_idp.methods``). The engine composes the client work and finalizer of a round as an
+``algorithms.client_work.ClientProgram``, as FedJAX's client init / step / final, with the
 personal state of personalised FL kept in a per-client store by the runner.
 
 Nothing here imports TensorFlow at module level: the config check and the privacy plan run
-without it (a bad config is refused in well under a second). :meth:`client_output` and
-:meth:`server_update` are tensor arithmetic, called inside the backends' TF computations.
+without it (a bad config is refused in well under a second). ``client_output`` and
+``server_update`` are tensor arithmetic, called inside the backends' TF computations.
 """
 from __future__ import annotations
 
@@ -30,7 +40,8 @@ import dataclasses
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
-from ..algorithms.round_parts import Phase, client_output, server_update  # noqa: F401 (Phase: re-export)
+from ..algorithms.round_parts import Phase  # noqa: F401 (re-exported)
+from ..algorithms.round_parts import client_output, server_update
 
 
 class Method:
@@ -39,18 +50,22 @@ class Method:
 
     name: str = ""
     summary: str = ""              # one line for `python -m tff_idp.run --list`
-    planner = None                 # f(setting, **kwargs) -> MethodPlan (algorithms.plan)
-    default_split: str = "none"    # the split when the config's ``personal`` is unset
-    needs_personal: bool = False   # refuse personal = "none"
-    adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
-    checks_budgets: bool = True    # the ledger checks the plan against every group's budget
+    # planner
+    planner = None                 # f(setting, **kwargs) -> MethodPlan (plan_<name>)
     uses_rates: bool = False       # plan() passes the config's per-group ``rates`` (GDPFed-opc/+,
                                    # IDP-FedAvg SAMPLE)
+    checks_budgets: bool = True    # the ledger checks the plan against every group's budget
+    # distributor
+    default_split: str = "none"    # the split when the config's ``personal`` is unset
+    needs_personal: bool = False   # refuse personal = "none"
+    # aggregator
+    adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
+    # reporter
     client_tests: bool = False     # also test the global model on each client's own test
                                    # examples (metrics.csv ``client_test_*``): like for like
                                    # with a personalised method's accuracy (LDP-FedAvg, 002)
 
-    # --- config and privacy plan (pure Python) -------------------------------------------
+    # --- the planner (pure Python): the config it accepts, its privacy plan -----------
 
     def config_errors(self, cfg) -> Iterator[Tuple[str, object, str]]:
         """(key, value, why) for each setting this method cannot run with; the config check
@@ -66,6 +81,10 @@ class Method:
         if split != "none" and cfg.adaptive_clipping == "tff" and self.adaptive_clip:
             yield ("adaptive_clipping", cfg.adaptive_clipping, "TFF's own factory sees the "
                    "whole model; with a personal part use 'ours'")
+
+    def check_experiment(self, exp) -> Iterator[Tuple[str, object, str]]:
+        """(key, value, why) for what the loaded data rules out (e.g. client sizes)."""
+        return iter(())
 
     def plan_kwargs(self, cfg) -> Dict:
         """The planner's keyword arguments taken from the config."""
@@ -95,6 +114,58 @@ class Method:
         full RDP orders (idp_sample, idp_fedavg); 0 = unchanged since the first release."""
         return 1 if cfg.sampling == "fixed" else 0
 
+    # --- the distributor: what the server broadcasts, what stays with each client -----
+
+    def split_spec(self, cfg) -> str:
+        return cfg.personal if cfg.personal is not None else self.default_split
+
+    def build_model(self, model):
+        """The method's model from the config's (PPSGD adds its personal additive head)."""
+        return model
+
+    # --- client work: local training in phases, and what leaves the client ------------
+
+    def phases(self, cfg) -> List[Phase]:
+        """One phase training everything: ``local_steps`` steps or ``local_epochs`` passes
+        (GDPFed Alg. 1 lines 7-10)."""
+        return [Phase("all", cfg.local_steps, cfg.local_epochs)]
+
+    def reparam(self, cfg, model, split):
+        """The sparsified training of its client work (``models.reparam.TopKReparam``:
+        DP-pFedDSU) or None."""
+        return None
+
+    client_output = staticmethod(client_output)    # what leaves a client (FedAvg's delta)
+
+    # --- the aggregator: clip, noise, group sums (a TFF aggregation factory) ----------
+
+    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: int):
+        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``:
+        GDPFed's group-wise Gaussian factory by default. ``noise_seed`` seeds the server's
+        draws when ``cfg.noise_draw == "group"``."""
+        from ..aggregators import GroupGaussianFactory
+        return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
+                                    plan.weights, plan.keep_fractions,
+                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed)
+
+    def noise_drawn_by(self, cfg) -> str:
+        """Who draws the noise the server's sums carry: ``"client"`` (each its share, Alg. 1
+        line 13) or ``"group"`` (the server): the config's ``noise_draw``."""
+        return cfg.noise_draw
+
+    # --- the finalizer: the server's step from the aggregate ---------------------------
+
+    server_update = staticmethod(server_update)    # theta <- theta + server_lr * aggregate
+
+    # --- the reporter: evaluation and what the run summary says -----------------------
+
+    def evaluation(self, cfg) -> Optional[Dict]:
+        """How each client's model is evaluated when the method keeps no personal part but
+        fine-tunes a throw-away copy of the read-out (DP-FedAvg-fb, PMTL-FT): a dict of
+        epochs, lr and which read-out tensors are tuned ("personal" or "all"); None: the
+        global model (nothing personal) or each client's own model (a personal part)."""
+        return None
+
     def plan_summary(self, plan: MethodPlan, setting: PrivacySetting) -> Dict:
         """What the run summary shows of the plan beyond rates, sigma^2 and keep fractions
         (e.g. the noise magnitude Lambda of GDPFed's Problem 1)."""
@@ -104,10 +175,6 @@ class Method:
         """Top-level entries of the run summary this method adds (IDP-FedAvg: its
         clipped-count noise and which adaptive clipping ran)."""
         return {}
-
-    def check_experiment(self, exp) -> Iterator[Tuple[str, object, str]]:
-        """(key, value, why) for what the loaded data rules out (e.g. client sizes)."""
-        return iter(())
 
     def privacy_summary(self, plan: MethodPlan, cfg, ledger, exp) -> Dict:
         """The run summary's ``privacy`` block: the ledger's per-group epsilons and what
@@ -124,46 +191,3 @@ class Method:
         return {**spent, "guarantee": guarantee(
             cfg.sampling, draw, plan.accounting_gap, plan.observed_groups,
             spent["within_budget"], spent.get("within_budget_server"))}
-
-    def noise_drawn_by(self, cfg) -> str:
-        """Who draws the noise the server's sums carry: ``"client"`` (each its share, Alg. 1
-        line 13) or ``"group"`` (the server): the config's ``noise_draw``."""
-        return cfg.noise_draw
-
-    # --- the round's pieces (TF objects, built by the engine) -----------------------------
-
-    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: int):
-        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``:
-        GDPFed's group-wise Gaussian factory by default. ``noise_seed`` seeds the server's
-        draws when ``cfg.noise_draw == "group"``."""
-        from ..aggregators import GroupGaussianFactory
-        return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
-                                    plan.weights, plan.keep_fractions,
-                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed)
-
-    def split_spec(self, cfg) -> str:
-        return cfg.personal if cfg.personal is not None else self.default_split
-
-    def reparam(self, cfg, model, split):
-        """The sparsified training of its client work (``models.reparam.TopKReparam``:
-        DP-pFedDSU) or None."""
-        return None
-
-    def build_model(self, model):
-        """The method's model from the config's (PPSGD adds its personal additive head)."""
-        return model
-
-    def evaluation(self, cfg) -> Optional[Dict]:
-        """How each client's model is evaluated when the method keeps no personal part but
-        fine-tunes a throw-away copy of the read-out (DP-FedAvg-fb, PMTL-FT): a dict of
-        epochs, lr and which read-out tensors are tuned ("personal" or "all"); None: the
-        global model (nothing personal) or each client's own model (a personal part)."""
-        return None
-
-    def phases(self, cfg) -> List[Phase]:
-        """One phase training everything: ``local_steps`` steps or ``local_epochs`` passes
-        (GDPFed Alg. 1 lines 7-10)."""
-        return [Phase("all", cfg.local_steps, cfg.local_epochs)]
-
-    client_output = staticmethod(client_output)
-    server_update = staticmethod(server_update)
