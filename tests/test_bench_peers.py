@@ -58,3 +58,27 @@ def test_the_bench_times_pfl_on_the_same_workload(tmp_path, capsys):
     assert got["x_pfl"]["ours_fast"] == pytest.approx(
         got["seconds_per_round"]["ours_fast"] / got["seconds_per_round"]["pfl"])
     assert "x pfl's time" in capsys.readouterr().out
+
+
+def test_docs_peer_table_is_the_committed_bench_output():
+    """docs/backends.md's "Against pfl-research" table: every seconds-per-round and ratio is
+    read from the committed JSON the bench wrote (runs/bench/), to the printed digits."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    table = page[page.index("## Against pfl-research"):].split("\n\n| runner |")[1]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in table.splitlines()[2:] if line.startswith("|")}
+    runs = [json.loads((root / "runs/bench" / f).read_text())["seconds_per_round"]
+            for f in ("2026-11-28-cnn2-pfl.json", "2026-11-28-char-lstm-pfl.json")]
+    keys = {'fast backend, `noise_draw = "client"`': "ours_fast",
+            'fast backend, `noise_draw = "group"`': "ours_fast_group",
+            "pfl-research 0.6.0 (server-drawn noise)": "pfl",
+            "ceiling (plain TF 2.14, one shared model)": "ceiling"}
+    assert set(rows) == set(keys)
+    for label, key in keys.items():
+        for setting, sec in enumerate(runs):
+            cells = rows[label][3 * setting:3 * setting + 3]
+            assert cells[0] == f"{sec[key]:.3f}", (label, setting)
+            assert cells[1] == f"{sec[key] / sec['pfl']:.2f}", (label, setting)
+            assert cells[2] == f"{sec[key] / sec['ceiling']:.2f}", (label, setting)
