@@ -4,20 +4,26 @@ paper, ours (mean ± std), difference and a verdict:
 
 - "within 2 points": |ours - paper| <= 2;
 - "within the seed spread": further, but within two standard deviations of our seeds;
-- "not reproduced": neither; the reason and its evidence come from REASONS below.
+- "not reproduced": neither; then *explained* only where the README's status table says so
+  (runs/status.toml's ``[[row.explained]]``: a committed experiment, linked), else
+  *unexplained*, with the analysis of ANALYSES below where there is one. One rule and one list
+  of explanations for both tables.
 
     python scripts/fmnist_verdicts.py            # markdown, pasted into the write-up
 """
 import csv
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tff_idp.report.status import SPREAD, WITHIN, in_std  # noqa: E402  (the README's rule)
+from tff_idp.report.status import SPREAD, WITHIN, in_std, load_rows  # noqa: E402  (the README's rule)
 
-ROOT = Path(__file__).resolve().parents[1] / "runs" / "gdpfed" / "reports" / "paper-fmnist"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "runs" / "gdpfed" / "reports" / "paper-fmnist"
 NAMES = {"p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed", "pfa": "PFA",
          "idp_sample": "IDP-FedAvg", "gdpfed_plus": "GDPFed+"}
+NAMES_BACK = {v: k for k, v in NAMES.items()}
 # (table, report folder holding its cells with the same-padding CNN); Table II's PFA cell
 # comes from ablations-table2-baselines, which runs the original's projection under both
 # noise readings; ablations-table2-same-padding's own PFA row (the first reading only, since
@@ -33,16 +39,23 @@ SOURCES = [
 PFA_FULL = "PFA, full public noise, per-layer projection"
 PFA_SHARE = "PFA, shared public noise, per-layer projection"
 SUPERSEDED = {("II", "", "pfa")}          # same-padding Table II's PFA: listed by baselines
-# cells that are not reproduced: (table, column, method) -> (reason, evidence section)
-REASONS = {
-    ("II", PFA_FULL, "pfa"): ("each public row carries its group's whole noise; the public "
-                              "mean the projection adds back makes training diverge",
-                              "#baselines-true-to-their-originals-pfas-projection-and-its-two-"
-                              "noise-readings"),
-    ("VII", "0.5x", "dp_fedavg"): ("falls less than the paper's; the paper's value needs "
-                                   "sigma^2 about 6.1 on our curve, between the two "
-                                   "conversions' 4.79 and 8.81", "#tables-iii-iv-vi-vii-and-viii"),
+# analyses of cells that stay unexplained (no committed experiment): (table, column, method)
+ANALYSES = {
+    ("VII", "0.5x", "dp_fedavg"): "falls less than the paper's; the paper's value needs "
+                                  "sigma^2 about 6.1 on our curve, between the two "
+                                  "conversions' 4.79 and 8.81 ([analysis]"
+                                  "(#tables-iii-iv-vi-vii-and-viii))",
 }
+
+
+def explanations() -> dict:
+    """{(table, method): (why, evidence report)} from the README status table's FMNIST rows."""
+    out = {}
+    for row in load_rows(REPO / "runs" / "status.toml"):
+        if row.data == "FMNIST" and row.what.startswith("Table "):
+            for x in row.explained:
+                out[(row.what.split()[1], x.method)] = (x.text, x.report)
+    return out
 
 
 # cells within 2 points that need a word: (table, column, method) -> note
@@ -74,8 +87,13 @@ def verdict(table, r):
     k = in_std(diff, std, int(r["seeds_done"]))
     if k is not None and k <= SPREAD:
         return "within the seed spread", f"{k:.1f} std"
-    reason, link = REASONS.get((table, r["column"], r["method"]), ("unexplained", ""))
-    return "not reproduced", reason + (f" ([evidence]({link}))" if link else "")
+    explained = explanations().get((table, r["method"]))
+    if explained is not None:
+        why, report = explained
+        link = os.path.relpath(REPO / report / "report.md", ROOT)
+        return "not reproduced, explained", f"{why} ([evidence]({link}))"
+    analysis = ANALYSES.get((table, r["column"], r["method"]))
+    return "not reproduced, unexplained", analysis or ""
 
 
 def main() -> int:
