@@ -43,8 +43,10 @@ from .engine.segments import describe as where, machine
 
 # stock TFF; our TFF backend; our fast backend with each client drawing its noise share
 # (noise_draw="client") or the server drawing each group's noise (noise_draw="group");
-# plain TF training of the same example-steps
-RUNNERS = ("stock", "tff", "fast", "fast_group", "ceiling", "eval")
+# the fast backend's client training alone (the profile's first part: ours_fast minus it is
+# clip, noise, sums and the Python between chunks); plain TF training of the same
+# example-steps
+RUNNERS = ("stock", "tff", "fast", "fast_group", "fast_train", "ceiling", "eval")
 IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20")
 # per model: (clients per round, local steps, batch, momentum) of its GDPFed Table I column
 SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
@@ -317,6 +319,23 @@ def _bench(args, only, tff):
             modes[label] = runner.mode
             results[label] = _timed(lambda: runner.step([examples], infos, 0),
                                     args.warmup, args.rounds)
+
+    if "fast_train" in only:         # the cohort's local steps alone, chunked as the backend
+        from .algorithms.client_work import LocalTraining
+        from .engine.cohort_model import CohortModel
+        cohort = CohortModel(model_fn())
+        trainer = LocalTraining.of_config(cfg).trainer()
+        weights = [tf.constant(w) for w in w0]
+        lr = tf.constant(0.1)
+        batches = (xs.reshape((k, steps, b) + shape), ys.reshape((k, steps, b) + targets))
+        train = tf.function(lambda x, y: trainer.train_cohort(cohort, weights, x, y, lr),
+                            reduce_retracing=True)
+        chunk = cfg.fast_chunk_size
+
+        def train_round():
+            for a in range(0, k, chunk):
+                train(batches[0][a:a + chunk], batches[1][a:a + chunk])
+        results["fast_train"] = _timed(train_round, args.warmup, args.rounds)
 
     if "ceiling" in only:
         model = model_fn()
