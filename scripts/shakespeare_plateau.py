@@ -13,6 +13,10 @@ the character after it; the accuracy over all positions, and LEAF's, the last po
 
     python scripts/shakespeare_plateau.py --init torch --steps 1500
     python scripts/shakespeare_plateau.py --init torch --task per-position --steps 1500
+    python scripts/shakespeare_plateau.py ... --out runs/gdpfed/reports/shakespeare-central/X.csv
+
+``--out`` also writes each evaluation as a CSV row (its first line: the command that made
+it), the evidence the write-ups' central-run numbers are read from.
 
 Evidence for docs/gdpfed.md ("Shakespeare: the unigram plateau"); it is not part of a run.
 """
@@ -77,6 +81,8 @@ def main(argv=None) -> int:
     p.add_argument("--eval-every", type=int, default=100,
                    help="steps between evaluations (a multiple of 100)")
     p.add_argument("--data-root", default=str(ROOT / "datasets"))
+    p.add_argument("--out", help="a CSV file to write each evaluation to (step, losses, "
+                   "accuracies, seconds), its first line the command")
     args = p.parse_args(argv)
     if args.steps < 100 or args.batch < 1:
         p.error(f"--steps={args.steps} --batch={args.batch}: need steps >= 100, batch >= 1")
@@ -107,6 +113,7 @@ def main(argv=None) -> int:
     print(f"init {args.init}; plateau (commonest next character): "
           f"{np.bincount(y_test.ravel()).max() / y_test.size:.3f}", flush=True)
     started = time.perf_counter()
+    rows = []
     for k in range(0, args.steps, 100):
         ids = train[k * args.batch:(k + 100) * args.batch]
         h = model.fit(*targets(d.x_train[ids], d.y_train[ids]),
@@ -114,13 +121,36 @@ def main(argv=None) -> int:
         if (k + 100) % args.eval_every and k + 100 < args.steps:
             continue
         loss, acc = model.evaluate(x_test, y_test, verbose=0, batch_size=500)
-        last = ""
+        last, next_acc = "", ""
         if args.task == "per-position":          # LEAF's metric: the 81st character only
             pred = model.predict(x_test, verbose=0, batch_size=500)[:, -1].argmax(-1)
-            last = f", next-character accuracy {np.mean(pred == y_test[:, -1]):.3f}"
+            next_acc = float(np.mean(pred == y_test[:, -1]))
+            last = f", next-character accuracy {next_acc:.3f}"
+        seconds = time.perf_counter() - started
         print(f"step {k + 100}: train loss {h.history['loss'][0]:.3f}, test loss {loss:.3f}, "
-              f"accuracy {acc:.3f}{last} ({time.perf_counter() - started:.0f} s)", flush=True)
+              f"accuracy {acc:.3f}{last} ({seconds:.0f} s)", flush=True)
+        rows.append([k + 100, f"{h.history['loss'][0]:.4f}", f"{loss:.4f}", f"{acc:.4f}",
+                     "" if next_acc == "" else f"{next_acc:.4f}", f"{seconds:.0f}"])
+        if args.out:                             # rewritten whole after every evaluation
+            _write_rows(args.out, argv, rows)
     return 0
+
+
+def _write_rows(path: str, argv, rows) -> None:
+    """The evaluations so far as CSV, the command on the first line (atomically)."""
+    import csv
+    import os
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        args = sys.argv[1:] if argv is None else list(argv)
+        f.write("# python scripts/shakespeare_plateau.py " + " ".join(args) + "\n")
+        w = csv.writer(f)
+        w.writerow(["step", "train_loss", "test_loss", "test_accuracy",
+                    "next_character_accuracy", "seconds"])
+        w.writerows(rows)
+    os.replace(tmp, out)
 
 
 if __name__ == "__main__":
