@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tff_idp.report.status import SPREAD, WITHIN, in_std, load_rows  # noqa: E402  (the README's rule)
+from tff_idp.report.status import (SPREAD, WITHIN, in_std,  # noqa: E402 (the README's rule)
+                                   load_rows)
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "runs" / "gdpfed" / "reports" / "paper-fmnist"

@@ -8,8 +8,9 @@ the FMNIST CNN's two convolutions (``cnn2``: 5x5, 1 -> 32 on 28x28 and 32 -> 64 
 the first without its input's gradient, as in training),
 and a third form, im2col patches with a batched matrix product per client, as the
 alternative a rewrite of the cohort model could take; and the first dense layer (1024 -> 512,
-90% of the parameters) as a per-client batched matrix product against one shared matrix. Medians of ``--repeats`` calls after
-one warm-up, all in one process; the ratios are the result.
+90% of the parameters) as a per-client batched matrix product against one shared matrix.
+Medians of ``--repeats`` calls after one warm-up, all in one process; the ratios are the
+result.
 
     python scripts/grouped_conv_cost.py --out runs/bench/grouped-conv-cost.json
 """
@@ -116,8 +117,8 @@ def main(argv=None) -> int:
     rows = {f"conv {c}->{o} on {s}x{s}": time_layer(s, c, o, args.clients, args.batch,
                                                    args.repeats) for s, c, o in LAYERS}
     rows["dense 1024->512"] = time_dense(1024, 512, args.clients, args.batch, args.repeats)
-    print(f"cnn2's convolutions and first dense layer, {args.clients} clients x batch {args.batch}, forward and "
-          f"backward, median of {args.repeats}:")
+    print(f"cnn2's convolutions and first dense layer, {args.clients} clients x batch "
+          f"{args.batch}, forward and backward, median of {args.repeats}:")
     for name, r in rows.items():
         other = (f", im2col + batched matmul {1e3 * r['im2col_batched_matmul']:7.1f} ms "
                  f"({r['im2col_x_shared']:.2f}x)" if "im2col_x_shared" in r else "")
