@@ -82,3 +82,30 @@ def test_docs_peer_table_is_the_committed_bench_output():
             assert cells[0] == f"{sec[key]:.3f}", (label, setting)
             assert cells[1] == f"{sec[key] / sec['pfl']:.2f}", (label, setting)
             assert cells[2] == f"{sec[key] / sec['ceiling']:.2f}", (label, setting)
+
+
+def test_docs_profile_tables_are_the_committed_bench_output():
+    """docs/backends.md's profile (stock TFF, pfl, ours, fast_train, the ceiling; then the
+    per-layer cost of per-client weights) is read from the committed JSONs."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("### With stock TFF, and where the time goes"):]
+    sec = json.loads((root / "runs/bench/2026-11-29-cnn2-profile.json").read_text())[
+        "seconds_per_round"]
+    block = part.split("\n\n| runner |")[1].split("\n\n")[0]
+    rows = [line.split("|")[1:-1] for line in block.splitlines()[2:]]
+    keys = ["stock_tff", "pfl", "ours_fast", "ours_fast_group", "fast_train", "ceiling"]
+    assert len(rows) == len(keys)
+    for key, row in zip(keys, rows):
+        assert row[1].strip() == f"{sec[key]:.3f}", key
+        for cell, base in zip(row[2:], ("stock_tff", "pfl", "ceiling")):
+            assert cell.strip() == f"{sec[key] / sec[base]:.2f}", (key, base)
+    layers = json.loads((root / "runs/bench/2026-11-29-grouped-conv-cost.json").read_text())[
+        "layers"]
+    table = part.split("\n\n| layer of cnn2 |")[1].split("\n\n")[0].splitlines()[2:]
+    assert len(table) == len(layers)
+    for line, (name, r) in zip(table, layers.items()):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[1:] == [f"{1e3 * r['grouped']:.1f} ms", f"{1e3 * r['shared']:.1f} ms",
+                             f"{r['grouped_x_shared']:.2f}"], name
