@@ -13,6 +13,11 @@ Medians of ``--repeats`` calls after one warm-up, all in one process; the ratios
 result.
 
     python scripts/grouped_conv_cost.py --out runs/bench/grouped-conv-cost.json
+    python scripts/grouped_conv_cost.py --model char_lstm --batch 4
+
+``--model char_lstm``: the Shakespeare LSTM's matrix products of one time step (each LSTM
+layer's recurrent kernel, 256 -> 4 x 256, and the second layer's input kernel, the same
+shape; 80 such steps a batch), per-client against shared, at the setting's batch of 4.
 """
 from __future__ import annotations
 
@@ -108,17 +113,24 @@ def time_dense(i: int, o: int, clients: int, batch: int, repeats: int) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=("cnn2", "char_lstm"), default="cnn2")
     p.add_argument("--clients", type=int, default=64, help="K (the fast backend's chunk)")
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--out", help="a JSON file for the timings and the machine")
     args = p.parse_args(argv)
     from tff_idp.engine.segments import describe, machine
-    rows = {f"conv {c}->{o} on {s}x{s}": time_layer(s, c, o, args.clients, args.batch,
-                                                   args.repeats) for s, c, o in LAYERS}
-    rows["dense 1024->512"] = time_dense(1024, 512, args.clients, args.batch, args.repeats)
-    print(f"cnn2's convolutions and first dense layer, {args.clients} clients x batch "
-          f"{args.batch}, forward and backward, median of {args.repeats}:")
+    if args.model == "cnn2":
+        rows = {f"conv {c}->{o} on {s}x{s}": time_layer(s, c, o, args.clients, args.batch,
+                                                       args.repeats) for s, c, o in LAYERS}
+        rows["dense 1024->512"] = time_dense(1024, 512, args.clients, args.batch, args.repeats)
+        what = "cnn2's convolutions and first dense layer"
+    else:
+        rows = {"lstm kernel 256->1024": time_dense(256, 1024, args.clients, args.batch,
+                                                    args.repeats)}
+        what = "the LSTM's matrix product of one time step"
+    print(f"{what}, {args.clients} clients x batch {args.batch}, forward and backward, "
+          f"median of {args.repeats}:")
     for name, r in rows.items():
         other = (f", im2col + batched matmul {1e3 * r['im2col_batched_matmul']:7.1f} ms "
                  f"({r['im2col_x_shared']:.2f}x)" if "im2col_x_shared" in r else "")
