@@ -54,7 +54,7 @@ def plan_dp_fedavg(setting: PrivacySetting, noise_multiplier=None, **_) -> Metho
 def plan_gdpfed(setting: PrivacySetting, noise_multipliers=None, **_) -> MethodPlan:
     """GDPFed: every group sampled at q, sigma_m calibrated to epsilon_m (Theorem 1)."""
     return grouped_plan("gdpfed", setting, [setting.expected_rate] * len(setting.budgets),
-                         noise_multipliers=noise_multipliers)
+                        noise_multipliers=noise_multipliers)
 
 
 def _optimal_rates(setting, local_lr, local_steps, sparsify):

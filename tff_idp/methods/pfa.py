@@ -17,13 +17,10 @@ PFA_PROJECTIONS = ("per-layer", "global")
 PFA_ACCOUNTINGS = ("paper", "per-row")              # pfa_accounting: plan_pfa
 PFA_PUBLIC_NOISES = ("full", "share")               # pfa_public_noise: plan_pfa
 
-
 PFA_SHARE_GAP = (
     "PFA with public_noise='share' (a diagnostic reading): public clients add only their "
     "share of the group sum's noise, yet the server sees their rows one by one, so a row is "
     "barely noised; no epsilon bounds what the server learns about a public client")
-
-
 PFA_ACCOUNTING_GAP = (
     "PFA's public clients each send an individually noised update that the server sees one "
     "by one; the ledger accounts them as a sampled noised sum, so its epsilon does not bound "
@@ -62,7 +59,7 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
             setting.group_sizes[:public]) + [accounting.calibrate_observed_noise_multiplier(
                 setting.budgets[public], setting.expected_rate, setting.rounds, setting.delta)]
     plan = grouped_plan("pfa", setting, [setting.expected_rate] * m,
-                         noise_multipliers=noise_multipliers)
+                        noise_multipliers=noise_multipliers)
     if pfa_accounting == "per-row":
         return dataclasses.replace(plan, public_group=public, projected_group=0,
                                    observed_groups=[public])
