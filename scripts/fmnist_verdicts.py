@@ -12,6 +12,7 @@ paper, ours (mean ± std), difference and a verdict:
     python scripts/fmnist_verdicts.py            # markdown, pasted into the write-up
 """
 import csv
+import functools
 import os
 import sys
 from pathlib import Path
@@ -49,6 +50,7 @@ ANALYSES = {
 }
 
 
+@functools.lru_cache(maxsize=1)          # runs/status.toml read once, not per cell
 def explanations() -> dict:
     """{(table, method): (why, evidence report)} from the README status table's FMNIST rows."""
     out = {}

@@ -45,6 +45,21 @@ def _median_seconds(fn, arg, repeats: int) -> float:
     return float(np.median(times))
 
 
+def _forward_backward(forward, variables, input_gradient: bool = True):
+    """A tf.function taking ``x`` to the gradients of sum(forward(x)^2) for ``variables``
+    (and for ``x`` itself unless ``input_gradient`` is False): one forward and backward pass."""
+    import tensorflow as tf
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = forward(x)
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, [x, *variables] if input_gradient else list(variables))
+    return step
+
+
 def time_layer(side: int, c: int, o: int, clients: int, batch: int, repeats: int) -> dict:
     """Seconds for one forward and backward pass of one layer, three ways."""
     import tensorflow as tf
@@ -54,14 +69,7 @@ def time_layer(side: int, c: int, o: int, clients: int, batch: int, repeats: int
     first = c == 1               # the first layer's input (the data) needs no gradient
 
     def grad_of(forward, *variables):
-        @tf.function
-        def step(x):
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                y = forward(x)
-                loss = tf.reduce_sum(y * y)
-            return tape.gradient(loss, list(variables) if first else [x, *variables])
-        return step
+        return _forward_backward(forward, variables, input_gradient=not first)
 
     w = tf.Variable(rng.random((5, 5, c, k * o), dtype=np.float32))
     grouped = grad_of(lambda x: tf.nn.conv2d(x, w, 1, "VALID"), w)
@@ -94,19 +102,9 @@ def time_dense(i: int, o: int, clients: int, batch: int, repeats: int) -> dict:
     k, b = clients, batch
     wk = tf.Variable(rng.random((k, i, o), dtype=np.float32))
     ws = tf.Variable(rng.random((i, o), dtype=np.float32))
-
-    def grad_of(forward, w):
-        @tf.function
-        def step(x):
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                y = forward(x)
-                loss = tf.reduce_sum(y * y)
-            return tape.gradient(loss, [x, w])
-        return step
-    per_client = _median_seconds(grad_of(lambda x: tf.matmul(x, wk), wk),
+    per_client = _median_seconds(_forward_backward(lambda x: tf.matmul(x, wk), [wk]),
                                  tf.constant(rng.random((k, b, i), dtype=np.float32)), repeats)
-    shared = _median_seconds(grad_of(lambda x: tf.matmul(x, ws), ws),
+    shared = _median_seconds(_forward_backward(lambda x: tf.matmul(x, ws), [ws]),
                              tf.constant(rng.random((k * b, i), dtype=np.float32)), repeats)
     return {"grouped": per_client, "shared": shared, "grouped_x_shared": per_client / shared}
 
