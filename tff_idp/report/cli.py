@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     p.add_argument("--scale", default=None,
                    help="smoke, laptop or paper: whose results to report (required for a "
                    "table of trained runs, as for run; computed tables: paper)")
-    p.add_argument("--report-dir", "--out", dest="out", default=None,
+    p.add_argument("--report-dir", "--out", dest="out", default=None, metavar="DIR",
                    help="folder of the report (default <results>/<table>/<scale>/report; "
                    "the same flag as run's)")
     p.add_argument("--output-dir", default=None,
