@@ -277,7 +277,7 @@ def override_suffix(overrides: List[str]) -> str:
     if not overrides:
         return ""
     import hashlib
-    text = _slug(",".join(overrides))
+    text = folder_name(",".join(overrides))
     if len(text) > 60:
         text = text[:50] + "-" + hashlib.sha256(",".join(overrides).encode()).hexdigest()[:8]
     return "+" + text
@@ -531,13 +531,13 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             values = scale_values(values, scale)
             if spec.overrides:                   # --set: after the scale, on every unit
                 values.update(parse_override(item) for item in spec.overrides)
-            folder_cell = root / _slug(ds) / (_slug(label) if label is not None else "")
+            folder_cell = root / folder_name(ds) / (folder_name(label) if label is not None else "")
             for method in values.pop("methods", spec.methods):
                 if spec.method_subset is not None and method not in spec.method_subset:
                     continue                     # --methods: a column's own methods too
                 for seed in seeds:
                     v = dict(values, methods=[method], seed=seed,
-                             name=_slug(f"{spec.name}-{scale}-{ds}-{label or ''}"))
+                             name=folder_name(f"{spec.name}-{scale}-{ds}-{label or ''}"))
                     if output_dir is not None:
                         v["output_dir"] = output_dir
                     try:
@@ -560,6 +560,8 @@ def unit_complete(unit: Unit) -> bool:
     return complete_run(unit.folder, unit.cfg, unit.method) is not None
 
 
-def _slug(text: str) -> str:
+def folder_name(text: str) -> str:
+    """A data-set label, a column label or a change as a folder name ("FMNIST s=5" ->
+    "FMNIST_s_5")."""
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "_", str(text)).strip("_")
     return text or "_"

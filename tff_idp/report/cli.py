@@ -61,7 +61,9 @@ def main(argv=None) -> int:
                    "runs/status.toml and the archived runs and committed reports (no table "
                    "config; report.status)")
     p.add_argument("--write", action="store_true",
-                   help="with --status: put the table into README.md between its markers")
+                   help="with --status: put the table into README.md between its markers, and the "
+                   "list of committed reports and their archived runs into "
+                   "runs/archive/README.md (report.evidence)")
     args = p.parse_args(argv)
     if args.status or args.write:
         return _status(args)
@@ -96,6 +98,12 @@ def _status(args) -> int:
             changed = write_into(root / "README.md", block)
             print(f"README.md: status table {'rewritten' if changed else 'unchanged'}",
                   file=sys.stderr)
+            from . import evidence
+            listing = root / "runs" / "archive" / "README.md"
+            changed = write_into(listing, evidence.evidence_markdown(root), evidence.BEGIN,
+                                 evidence.END)
+            print(f"{listing.relative_to(root)}: committed reports and their archived runs "
+                  f"{'rewritten' if changed else 'unchanged'}", file=sys.stderr)
             return 0
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -353,21 +353,23 @@ def status_markdown(root: Path, path: Optional[Path] = None) -> str:
     return "\n".join([BEGIN, markdown(HEAD, status_rows(root, rows)), END])
 
 
-def readme_block(readme: str) -> Optional[str]:
-    """The status block of the README's text (markers included), or None."""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
+def readme_block(readme: str, begin: str = BEGIN, end: str = END) -> Optional[str]:
+    """The generated block of a file's text (markers included: the status table's by
+    default), or None."""
+    start, stop = readme.find(begin), readme.find(end)
+    if start < 0 or stop < start:
         return None
-    return readme[start:end + len(END)]
+    return readme[start:stop + len(end)]
 
 
-def write_into(readme: Path, block: str) -> bool:
-    """Replace the README's status block by ``block``; True when it changed."""
+def write_into(readme: Path, block: str, begin: str = BEGIN, end: str = END) -> bool:
+    """Replace the file's generated block (the status table's by default) by ``block``; True
+    when it changed."""
     text = readme.read_text()
-    old = readme_block(text)
+    old = readme_block(text, begin, end)
     if old is None:
-        raise ConfigError(f"--status --write: {readme} has no status block ({BEGIN!r} ... "
-                          f"{END!r})")
+        raise ConfigError(f"--status --write: {readme} has no generated block ({begin!r} ... "
+                          f"{end!r})")
     if old == block:
         return False
     readme.write_text(text.replace(old, block))
