@@ -89,3 +89,19 @@ def test_a_committed_report_is_redrawn_from_its_archived_runs(report, config, tm
         if (committed / name).exists():
             assert (tmp_path / "report" / name).read_text() == (committed / name).read_text(), \
                 f"{report}/{name} differs from its redraw"
+
+
+def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, capsys):
+    """In a fresh clone the row's command of a report whose runs are not archived says, in one
+    line, which committed report was made from them (and it is not an error to ask)."""
+    from tff_idp.report.cli import main
+    waiting = [r for r in committed_reports(ROOT) if r.scale == "paper" and not r.redrawn]
+    if not waiting:
+        pytest.skip("every committed paper-scale report is redrawn from its archived runs")
+    report = min(waiting, key=lambda r: r.total)
+    main([str(ROOT / report.config), "--scale", "paper", "--output-dir",
+          str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")])
+    said = [line for line in capsys.readouterr().err.splitlines()
+            if f"{report.folder}/report.md" in line]
+    assert len(said) == 1 and ("neither here nor archived" in said[0] or
+                               said[0].startswith("error: no run of")), said

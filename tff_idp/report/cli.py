@@ -112,6 +112,15 @@ def _status(args) -> int:
     return 0
 
 
+def _committed(args, spec) -> str:
+    """Where the committed reports of this config at this scale are (the runs behind them not
+    being here: runs/archive/README.md says what is archived), or ""."""
+    from .evidence import committed_for
+    root = Path(__file__).resolve().parents[2]
+    reports = committed_for(root, spec.path, args.scale, spec.datasets)
+    return ", ".join(f"{r.folder}/report.md" for r in reports)
+
+
 def _report(args) -> int:
     """``main`` after its arguments: validate, collect, write (and archive)."""
     try:
@@ -149,11 +158,19 @@ def _report(args) -> int:
     if spec.kind == "train" and not any(unit_complete(u) for u in units):
         print(f"error: no run of {spec.name} at scale {args.scale} is complete under "
               f"{spec.out_root(args.scale, args.output_dir)}; nothing to report (train them: "
-              f"python -m tff_idp.run {args.table} --scale {args.scale})", file=sys.stderr)
+              f"python -m tff_idp.run {args.table} --scale {args.scale})"
+              + (f"; the committed report made from runs not archived: {committed}"
+                 if (committed := _committed(args, spec)) else ""), file=sys.stderr)
         return 1
     path = write_report(spec, args.scale, Path(args.out) if args.out else None,
                         args.output_dir)
     print(path)
+    missing = sum(not unit_complete(u) for u in units)
+    if missing and (committed := _committed(args, spec)):
+        print(f"note: {missing} of {len(units)} runs are neither here nor archived "
+              f"(runs/archive/README.md); the committed report made from them: {committed}; "
+              f"to make them here: python -m tff_idp.run {args.table} --scale {args.scale}",
+              file=sys.stderr)
     if args.archive:
         from ..harness.archive import archive_root, archive_runs
         written = archive_runs(spec, args.scale, units, args.output_dir)

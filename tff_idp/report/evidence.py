@@ -83,6 +83,15 @@ def committed_reports(root: Path) -> List[CommittedReport]:
     return out
 
 
+def committed_for(root: Path, config: Path, scale: str, datasets) -> List[CommittedReport]:
+    """The committed reports of ``config`` at ``scale`` that show any of ``datasets``."""
+    config = Path(config).resolve()
+    wanted = set(datasets)
+    return [r for r in committed_reports(root)
+            if (root / r.config).resolve() == config and r.scale == scale
+            and wanted & set(_datasets(root / r.folder / "report.csv"))]
+
+
 def _hours(seconds: Optional[float]) -> str:
     return "-" if seconds is None else f"{seconds / 3600:.1f}"
 
