@@ -79,3 +79,26 @@ def test_the_check_finds_a_stale_number(tmp_path):
 
 def test_there_is_a_writeup_to_check():
     assert any("paper-fmnist" in str(p) for p in WRITEUPS)
+
+
+def test_the_central_shakespeare_runs_are_quoted_as_their_csvs_say():
+    """docs/gdpfed.md's central Shakespeare tables quote the committed outputs of
+    scripts/shakespeare_plateau.py --out (runs/gdpfed/reports/shakespeare-central/): each
+    short run's every evaluation, and a long run's evaluations at multiples of 1,500 steps
+    and its last, as "test loss / accuracy%"."""
+    import csv
+    from decimal import ROUND_HALF_UP, Decimal
+    docs = (ROOT / "docs" / "gdpfed.md").read_text()
+    outputs = sorted((ROOT / "runs/gdpfed/reports/shakespeare-central").glob("*.csv"))
+    assert len(outputs) >= 5
+    for path in outputs:
+        lines = path.read_text().splitlines()
+        assert lines[0].startswith("# python scripts/shakespeare_plateau.py "), path.name
+        rows = list(csv.DictReader(lines[1:]))
+        cited = rows if len(rows) <= 3 else \
+            [r for r in rows if int(r["step"]) % 1500 == 0] + rows[-1:]
+        for r in cited:
+            loss = Decimal(r["test_loss"]).quantize(Decimal("0.01"), ROUND_HALF_UP)
+            acc = (100 * Decimal(r["test_accuracy"])).quantize(Decimal("0.1"), ROUND_HALF_UP)
+            quoted = f"{loss} / {acc}%"           # the CSV's digits rounded half up
+            assert quoted in docs, (path.name, r["step"], quoted)
