@@ -531,7 +531,8 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
             values = scale_values(values, scale)
             if spec.overrides:                   # --set: after the scale, on every unit
                 values.update(parse_override(item) for item in spec.overrides)
-            folder_cell = root / folder_name(ds) / (folder_name(label) if label is not None else "")
+            folder_cell = root / folder_name(ds) / (folder_name(label) if label is not None
+                                                    else "")
             for method in values.pop("methods", spec.methods):
                 if spec.method_subset is not None and method not in spec.method_subset:
                     continue                     # --methods: a column's own methods too
