@@ -18,7 +18,7 @@ import dataclasses
 import re
 import tomllib
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..harness.table import folder_name
 
@@ -39,6 +39,7 @@ class CommittedReport:
     total: int                     # runs of the config at that scale
     archived: int                  # runs of its table archived at that scale
     training_s: Optional[float]    # training time of its complete runs, as recorded
+    datasets: Tuple[str, ...] = ()  # the data-set labels it shows (its report.csv)
 
     @property
     def redrawn(self) -> bool:
@@ -73,13 +74,15 @@ def committed_reports(root: Path) -> List[CommittedReport]:
             continue                   # a computed table (no runs) or another document
         table = tomllib.loads((root / config.group(1)).read_text())["table"]["name"]
         archive = root / "runs" / "archive" / table / scale.group(1)
+        datasets = tuple(_datasets(md.parent / "report.csv"))
         archived = sum(len(list((archive / folder_name(label)).rglob("summary.json")))
-                       for label in _datasets(md.parent / "report.csv"))
+                       for label in datasets)
         training = _TRAINING.search(text)
         out.append(CommittedReport(
             folder=str(md.parent.relative_to(root)), config=config.group(1), table=table,
             scale=scale.group(1), complete=int(scale.group(2)), total=int(scale.group(3)),
-            archived=archived, training_s=float(training.group(2)) if training else None))
+            archived=archived, training_s=float(training.group(2)) if training else None,
+            datasets=datasets))
     return out
 
 
@@ -89,7 +92,7 @@ def committed_for(root: Path, config: Path, scale: str, datasets) -> List[Commit
     wanted = set(datasets)
     return [r for r in committed_reports(root)
             if (root / r.config).resolve() == config and r.scale == scale
-            and wanted & set(_datasets(root / r.folder / "report.csv"))]
+            and wanted & set(r.datasets)]
 
 
 def _hours(seconds: Optional[float]) -> str:
