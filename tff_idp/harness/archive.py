@@ -11,7 +11,8 @@ fingerprint, metrics.csv, ledger.csv, summary.json; tens of kB, no checkpoint).
 ``python -m tff_idp.report CONFIG --scale S --archive`` copies the table's complete runs in;
 ``harness.reuse`` then finds them like any other run of the same fingerprint, so ``run``,
 ``report`` and ``slurm submit`` copy an archived run into the results folder instead of
-training it (``REUSED.json`` names the archive folder).
+training it (``REUSED.json`` names the archive folder). A unit that failed is archived as its
+failure record (``harness.failures``), which reports print and nothing reuses.
 """
 from __future__ import annotations
 
@@ -46,21 +47,33 @@ def _same_files(a: Path, b: Path) -> bool:
                                           for n in names)
 
 
-def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> List[Path]:
-    """Copy every complete unit's folder into the archive (replacing an archived folder whose
-    files differ, e.g. a stale run of an earlier config); returns the folders written. A
-    complete folder holds no checkpoint; every file but ``REUSED.json`` is copied."""
-    from .table import unit_complete
+def archive_folder(spec, scale: str, unit, output_dir: Optional[str] = None) -> Optional[Path]:
+    """Where ``unit``'s run is archived (``<archive>/<table>/<scale>/<cell>/<method>-seed<n>``),
+    or None for a config with no archive."""
     root = archive_root(spec)
     if root is None:
-        return []
+        return None
     out = spec.out_root(scale, output_dir)
-    base = root / spec.name / out.name           # a unit's place under <table>/<scale>
+    return root / spec.name / out.name / Path(unit.folder).relative_to(out)
+
+
+def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> List[Path]:
+    """Copy every complete unit's folder into the archive (replacing an archived folder whose
+    files differ, e.g. a stale run of an earlier config), and every failed unit's failure
+    record (``harness.failures``); returns the folders written. A complete folder holds no
+    checkpoint; every file but ``REUSED.json`` is copied."""
+    from .failures import archived_failure, failure_of_partial, write_record
+    from .table import unit_complete
     written = []
     for u in units:
+        dest = archive_folder(spec, scale, u, output_dir)
+        if dest is None:
+            return []
         if not unit_complete(u):
+            failure = failure_of_partial(u)
+            if failure is not None and archived_failure(u, dest) != failure:
+                written.append(write_record(failure, dest))
             continue
-        dest = base / Path(u.folder).relative_to(out)
         if dest.is_dir() and _same_files(Path(u.folder), dest):
             continue
         tmp = dest.with_name(dest.name + ".archiving")
@@ -73,3 +86,21 @@ def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> L
         os.replace(tmp, dest)
         written.append(dest)
     return written
+
+
+def failed_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> dict:
+    """{unit label: failure (``harness.failures``)} of the units that are not complete and
+    failed: from the unit's ``.partial`` folder, else from its archived failure record."""
+    from .failures import archived_failure, failure_of_partial
+    from .table import unit_complete
+    out = {}
+    for u in units:
+        if unit_complete(u):
+            continue
+        failure = failure_of_partial(u)
+        dest = archive_folder(spec, scale, u, output_dir) if failure is None else None
+        if dest is not None:
+            failure = archived_failure(u, dest)
+        if failure is not None:
+            out[u.label] = failure
+    return out

@@ -22,9 +22,8 @@ from tqdm.auto import tqdm
 
 from ..atomic import FolderLocked, is_out_of_space, out_of_space_line, regular_file
 from ..results import is_complete
+from .failures import FAILED
 from .table import TableSpec, Unit, expand, unit_complete
-
-FAILED = "FAILED.txt"
 
 
 def run_unit(unit: Unit, progress: bool = False):

@@ -173,7 +173,10 @@ def _report(args) -> int:
               file=sys.stderr)
     if args.archive:
         from ..harness.archive import archive_root, archive_runs
+        from ..harness.failures import SUFFIX
         written = archive_runs(spec, args.scale, units, args.output_dir)
-        print(f"archived {len(written)} run(s) in {archive_root(spec) / spec.name}",
-              file=sys.stderr)
+        records = sum(p.name.endswith(SUFFIX) for p in written)
+        print(f"archived {len(written) - records} run(s)" +
+              (f" and {records} failure record(s)" if records else "") +
+              f" in {archive_root(spec) / spec.name}", file=sys.stderr)
     return 0

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..harness import bounds as bounds_mod
+from ..harness.archive import failed_runs
+from ..harness.failures import describe
 from ..harness.table import TableSpec, expand
 from .figures import plot_convergence, plot_rates
 from .runs import AVERAGED, CLIENT, CURVES, write_csv, collect, curve_rows
@@ -36,6 +38,10 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     if spec.kind == "train":
         units = expand(spec, scale, output_dir)
         cells = collect(units)
+        failed = failed_runs(spec, scale, units, output_dir)
+        for u in units:
+            if u.label in failed:
+                cells[(u.dataset, u.column, u.method)]["failed"] += 1
         compare = scale != "smoke"
         text, rows_csv = train_table(spec, cells, compare)
         missing = [m for c in cells.values() for m in c["missing"]]
@@ -56,6 +62,11 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
             md += ["**Privacy:** cells marked † report runs whose privacy ledger does not "
                    "bound everything the server sees: " + "; ".join(uncovered) + ".", ""]
         md += [text, ""]
+        if failed:
+            md += [f"Failed runs ({len(failed)}; each kept its metrics up to its last "
+                   "checkpoint: `harness.failures`): " +
+                   "; ".join(describe(label, f) for label, f in failed.items()), ""]
+        missing = [m for m in missing if m not in failed]
         if missing:
             md += [f"Missing runs ({len(missing)}): " + ", ".join(missing[:20]) +
                    (" ..." if len(missing) > 20 else ""), ""]

@@ -34,7 +34,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     evaluation) seconds, or None where the summary has no wall time], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
     "not_covered": reasons the ledger's epsilon does not bound a run's releases, "segments":
-    [each complete run's segments: ``engine.segments``]}} from the complete results folders."""
+    [each complete run's segments: ``engine.segments``], "failed": 0 (the report counts the
+    failed runs among the missing: ``harness.failures``)}} from the complete results folders."""
     from ..engine.segments import of_summary
     from ..harness import cost
     from ..results import is_complete
@@ -44,7 +45,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
                               "observers": [], "audits": [], "unreadable": [],
-                              "metric": "test_accuracy", "segments": []})
+                              "metric": "test_accuracy", "segments": [], "failed": 0})
         if not is_complete(u.folder):
             c["missing"].append(u.label)
             continue

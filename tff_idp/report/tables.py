@@ -55,9 +55,9 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
     return out
 
 
-def _fmt_cell(mean, std, paper, seeds: int = 2) -> str:
+def _fmt_cell(mean, std, paper, seeds: int = 2, failed: int = 0) -> str:
     if mean is None:
-        ours = "missing"
+        ours = "failed" if failed else "missing"
     elif seeds == 1:
         ours = f"{mean:.2f} (1 seed)"
     else:
@@ -94,7 +94,7 @@ def train_table(spec: TableSpec, cells: Dict[tuple, dict], compare: bool = True)
         mean, std = mean_std(c["acc"]) if c else (None, None)
         paper = spec.reference_value(ds, method, col) if compare else None
         text = _fmt_cell(mean, std, paper if isinstance(paper, (int, float)) else None,
-                         len(c["acc"]) if c else 0)
+                         len(c["acc"]) if c else 0, c.get("failed", 0) if c else 0)
         return text + (" †" if c and c["not_covered"] else "")
 
     layout = spec.layout

@@ -1,0 +1,80 @@
+"""A run that failed is a result: the report lists it as failed with its error and the
+rounds it kept, and ``report --archive`` keeps that record so a fresh clone says the same
+(``harness.failures``)."""
+import csv
+import json
+import shutil
+
+from tff_idp.engine.fingerprint import run_fingerprint
+from tff_idp.harness.archive import archive_folder, archive_runs, failed_runs
+from tff_idp.harness.failures import RECORD, SUFFIX
+from tff_idp.harness.reuse import reuse_equal_runs
+from tff_idp.harness.runner import pending
+from tff_idp.harness.table import expand, load_table
+
+
+def _complete(unit, accuracy):
+    unit.folder.mkdir(parents=True)
+    (unit.folder / "config.json").write_text(json.dumps(
+        {"fingerprint": run_fingerprint(unit.cfg, unit.method)}))
+    (unit.folder / "summary.json").write_text(json.dumps(
+        {"final_test_accuracy": accuracy, "seconds_total": 2.0}))
+    with open(unit.folder / "metrics.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["round", "test_accuracy"])
+        w.writeheader()
+        w.writerows({"round": r, "test_accuracy": accuracy} for r in (1, 2, 3))
+    (unit.folder / "ledger.csv").write_text("client,group,budget,participations,epsilon\n")
+
+
+def _failed(unit):
+    """What the runner leaves: FAILED.txt (a traceback) and the checkpointed rows, the last
+    line cut by a kill."""
+    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    partial.mkdir(parents=True)
+    (partial / "FAILED.txt").write_text(
+        "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+        "numpy.linalg.LinAlgError: Eigenvalues did not converge\n")
+    (partial / "checkpoint-rows.jsonl").write_text(
+        json.dumps({"round": 1, "test_accuracy": 0.31}) + "\n" +
+        json.dumps({"round": 2, "test_accuracy": 0.12}) + "\n" + '{"round": 3, "te')
+
+
+def _report(spec):
+    from tff_idp.report import write_report
+    return write_report(spec, "paper").read_text()
+
+
+def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_runs, tmp_path):
+    spec = load_table(str(table_in_runs))
+    done, broken = expand(spec, "paper")               # clip 1x and 2x, p_fedavg, seed 0
+    _complete(done, 0.8)
+    _failed(broken)
+    line = ("Failed runs (1; each kept its metrics up to its last checkpoint: "
+            "`harness.failures`): digits/2x/p_fedavg/seed0: numpy.linalg.LinAlgError: "
+            "Eigenvalues did not converge; 2 rounds kept, test_accuracy 12.00% at round 2")
+    md = _report(spec)
+    assert line in md and "Missing runs" not in md and "1 of 2 runs complete" in md
+    assert "| 80.00 (1 seed) / 80.00 (+0.00) | failed / 81.50 |" in md
+
+    written = archive_runs(spec, "paper", [done, broken])
+    dest = archive_folder(spec, "paper", broken)
+    record = dest.with_name(dest.name + SUFFIX)
+    assert sorted(p.name for p in written) == sorted([done.folder.name, record.name])
+    kept = json.loads((record / RECORD).read_text())
+    assert kept["fingerprint"] == run_fingerprint(broken.cfg, broken.method)
+    assert kept["rounds_kept"] == 2 and not (dest / "summary.json").exists()
+    assert archive_runs(spec, "paper", [done, broken]) == []      # nothing new
+
+    # a fresh clone: no results; the archived run is copied, the failure read from its record
+    shutil.rmtree(tmp_path / "runs" / "results")
+    units = expand(spec, "paper")
+    reuse_equal_runs(spec, "paper", pending(units))
+    assert list(failed_runs(spec, "paper", units)) == ["digits/2x/p_fedavg/seed0"]
+    assert pending(units) == [units[1]]               # a failure record is never reused
+    fresh = _report(spec)
+    assert line in fresh and "failed / 81.50" in fresh
+
+    # the config changed since: the record is another run's, the run is missing again
+    table_in_runs.write_text(table_in_runs.read_text().replace("rounds = 3", "rounds = 4"))
+    changed = load_table(str(table_in_runs))
+    assert failed_runs(changed, "paper", expand(changed, "paper")) == {}

@@ -1,0 +1,105 @@
+"""A run that failed, and the record of it a report prints and the archive keeps.
+
+A unit whose training raised leaves ``FAILED.txt`` (its traceback) in its ``.partial``
+folder (``harness.runner``), beside ``checkpoint-rows.jsonl``: the per-round metrics of the
+rounds up to its last checkpoint (``engine.checkpoint``). A failure is a result too (PFA
+whose public rows carry their group's whole noise diverges until its subspace cannot be
+computed), so a report lists such a run as *failed*, with the error's last line and the
+rounds it kept, never as merely missing; and ``report --archive`` keeps the record beside
+the archived runs as ``<method>-seed<n>.failed/`` (``failure.json``: the run fingerprint,
+the error, the rounds kept; ``rows.jsonl``: those rounds' metrics), so that a fresh clone's
+report says the same. A record whose fingerprint is not the unit's (the config changed
+since) is ignored. A failure record is not a finished run: nothing reuses or counts it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import List, Optional
+
+FAILED = "FAILED.txt"             # the traceback, in the unit's .partial folder
+RECORD = "failure.json"           # in an archived failure record
+ROWS = "rows.jsonl"               # the kept rounds' metrics, in an archived failure record
+SUFFIX = ".failed"                # <run folder name> + SUFFIX: an archived failure record
+
+
+def _partial(unit) -> Path:
+    return unit.folder.with_name(unit.folder.name + ".partial")
+
+
+def _rows(path: Path) -> List[dict]:
+    """The metrics rows of a rows file that parse (a line cut by a kill ends the list)."""
+    rows = []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return rows
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            break
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def failure_of_partial(unit) -> Optional[dict]:
+    """{"fingerprint", "error", "rounds_kept", "rows"} of a unit whose ``.partial`` folder
+    holds ``FAILED.txt``, else None. ``error``: the traceback's last line."""
+    from ..engine.checkpoint import ROWS as CHECKPOINT_ROWS
+    from ..engine.fingerprint import run_fingerprint
+    partial = _partial(unit)
+    try:
+        text = (partial / FAILED).read_text(errors="replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    rows = _rows(partial / CHECKPOINT_ROWS)
+    return {"fingerprint": run_fingerprint(unit.cfg, unit.method),
+            "error": lines[-1] if lines else "(FAILED.txt is empty)",
+            "rounds_kept": len(rows), "rows": rows}
+
+
+def archived_failure(unit, dest: Path) -> Optional[dict]:
+    """The failure record archived for ``unit`` at ``dest`` + :data:`SUFFIX` when it was made
+    with the unit's config, else None."""
+    from ..engine.fingerprint import run_fingerprint
+    folder = dest.with_name(dest.name + SUFFIX)
+    try:
+        record = json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or \
+            record.get("fingerprint") != run_fingerprint(unit.cfg, unit.method):
+        return None
+    return dict(record, rows=_rows(folder / ROWS))
+
+
+def describe(label: str, failure: dict, metric: str = "test_accuracy") -> str:
+    """One line: the run, its error, the rounds kept and the last accuracy among them."""
+    rows = failure.get("rows") or []
+    last = [r for r in rows if isinstance(r.get(metric), (int, float))]
+    kept = int(failure.get("rounds_kept", len(rows)))
+    tail = (f"; {kept} rounds kept, {metric} {100.0 * last[-1][metric]:.2f}% at round "
+            f"{last[-1].get('round', len(last))}" if last else f"; {kept} rounds kept")
+    return f"{label}: {failure['error']}{tail}"
+
+
+def write_record(failure: dict, dest: Path) -> Path:
+    """Write ``failure`` (:func:`failure_of_partial`) as ``dest`` + :data:`SUFFIX`, replacing
+    an older record; returns the folder."""
+    folder = dest.with_name(dest.name + SUFFIX)
+    tmp = folder.with_name(folder.name + ".archiving")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    record = {k: v for k, v in failure.items() if k != "rows"}
+    (tmp / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    (tmp / ROWS).write_text("".join(json.dumps(r, sort_keys=True) + "\n"
+                                    for r in failure.get("rows") or []))
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+    return folder
