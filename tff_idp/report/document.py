@@ -12,7 +12,8 @@ from ..harness.table import TableSpec, expand
 from .figures import plot_convergence, plot_rates
 from .runs import AVERAGED, CLIENT, CURVES, write_csv, collect, curve_rows
 from .tables import (markdown, second_metric_table, audit_rows, bounds_caption, bounds_table,
-                     cost_lines, noise_table, observer_rows, rates_sweep, train_table)
+                     cost_lines, diagnostics_section, noise_table, observer_rows, rates_sweep,
+                     train_table)
 
 
 def report_dir(spec: TableSpec, scale: str, output_dir: Optional[str] = None,
@@ -84,6 +85,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
             "Test accuracy (%) at the last round of the methods' one model on each client's "
             "own test examples (those of the classes it trains on), mean over clients "
             f"(metrics.csv: `{CLIENT}`): like for like with a personalised accuracy above.")
+        md += diagnostics_section(cells)
         if spec.claims:
             from ..harness import claims as claims_mod
             checked = claims_mod.check(spec.claims, cells)

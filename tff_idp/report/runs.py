@@ -95,6 +95,13 @@ CLIENT = "client_test_accuracy"
 SECOND_METRICS = {"averaged": AVERAGED, "client": CLIENT}
 
 
+# client statistics a private run measures in the simulator only (simulation_diagnostics;
+# privacy.threat_model.diagnostic_columns): the report gives each run's mean over its last
+# DIAGNOSTIC_ROUNDS rounds
+SIMULATED = "sim_"
+DIAGNOSTIC_ROUNDS = 10
+
+
 class UnreadableRun(ValueError):
     """A complete-looking run folder whose files a report must not print from."""
 
@@ -103,7 +110,9 @@ def read_run(folder: Path):
     """(summary, accuracy curve in %, second accuracies) of a run folder, or
     UnreadableRun("<file>: <why>"): the summary as :meth:`RunSummary.from_dict` checks it,
     every per-round accuracy a fraction or empty / nan (a round not evaluated); the second
-    accuracies (:data:`SECOND_METRICS`, each run's last value in %) those the run records."""
+    accuracies (:data:`SECOND_METRICS`, each run's last value in %) those the run records,
+    and under "diagnostics" {``sim_`` column: mean over the last :data:`DIAGNOSTIC_ROUNDS`
+    rounds} when the run measured its clients' statistics in the simulator."""
     path = folder / "summary.json"
     try:
         s = RunSummary.from_dict(_read_json(path))
@@ -124,6 +133,14 @@ def read_run(folder: Path):
                       for r in rows if r.get(column) not in (None, "", "nan")]
             if values:
                 last[key] = values[-1]
+        window = {}                             # simulator-only client statistics
+        for column in (rows[0] if rows else {}):
+            if column.startswith(SIMULATED):
+                values = [float(r[column]) for r in rows[-DIAGNOSTIC_ROUNDS:]
+                          if r.get(column) not in (None, "", "nan")]
+                window[column] = float(np.mean(values)) if values else math.nan
+        if window:
+            last["diagnostics"] = window
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..harness import bounds as bounds_mod
 from ..harness.table import TableSpec, expand
-from .runs import mean_std
+from .runs import DIAGNOSTIC_ROUNDS, SIMULATED, mean_std
 
 
 def second_metric_table(spec, cells, key: str, heading: str, text: str) -> List[str]:
@@ -24,6 +24,27 @@ def second_metric_table(spec, cells, key: str, heading: str, text: str) -> List[
                            {k: dict(c, acc=list(c.get(key, {}).values()))
                             for k, c in cells.items()}, compare=False)
     return [f"## {heading}", "", text, "", table, ""]
+
+
+def diagnostics_section(cells: Dict[tuple, dict]) -> List[str]:
+    """A report section of the client statistics measured in the simulator only (the
+    ``sim_`` columns of runs with ``simulation_diagnostics``: never sent by a private run),
+    one row per run: each column's mean over its last rounds; none when no run has them."""
+    runs = [(k, seed, d) for k, c in cells.items()
+            for seed, d in sorted(c.get("diagnostics", {}).items())]
+    if not runs:
+        return []
+    columns = sorted({name for _, _, d in runs for name in d})
+    rows = [[ds, col or "", method, str(seed)] +
+            [f"{d[name]:.3g}" if name in d and not math.isnan(d[name]) else "-"
+             for name in columns] for (ds, col, method), seed, d in runs]
+    return ["## Client statistics measured in the simulator only", "",
+            "Each run's mean over its last " + str(DIAGNOSTIC_ROUNDS) + " rounds of the "
+            "statistics its clients compute before any noise (metrics.csv's `" + SIMULATED +
+            "` columns, written with `simulation_diagnostics = true`): a private run never "
+            "sends them, so they describe the training, not what any observer sees.", "",
+            markdown(["dataset", "column", "method", "seed"] +
+                     [name[len(SIMULATED):] for name in columns], rows), ""]
 
 
 def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
