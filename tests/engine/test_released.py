@@ -75,6 +75,19 @@ def test_simulation_diagnostics_are_sim_columns_equal_on_both_backends(monkeypat
         assert "train_loss" not in rows["fast"][0]
 
 
+def test_measuring_them_does_not_change_the_training(monkeypatch):
+    """A diagnostic run (runs/gdpfed/ablations/fmnist-standardize-diagnostics-seed0.toml)
+    trains as the run without it: the same accuracy and loss in every round."""
+    rows = {}
+    for sim in ("false", "true"):
+        exp = prepare(config.load(None, ['methods=["dp_fedavg"]', *SMALL,
+                                         f"simulation_diagnostics={sim}"]))
+        rows[sim] = run_captured(exp, "dp_fedavg", "fast", monkeypatch)[2]
+    for name in ("test_accuracy", "test_loss"):
+        assert [r[name] for r in rows["false"]] == [r[name] for r in rows["true"]]
+    assert "sim_mean_update_norm" in rows["true"][0]
+
+
 def test_a_run_that_is_not_private_releases_them_under_plain_names(monkeypatch):
     exp = prepare(config.load(None, ['methods=["p_fedavg"]', *SMALL]))
     rows = run_captured(exp, "p_fedavg", "fast", monkeypatch)[2]
