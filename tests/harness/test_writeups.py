@@ -116,7 +116,7 @@ NOT_IN_A_REPORT = {
     "72.91 ± 0.67": "IDP-FedAvg, cnn2, earlier Table II run (section Cost)",
     "72.92 ± 0.69": "IDP-FedAvg, cnn2, a run before that (section Cost)",
     # PFA with the projection before the fix (section "PFA before the fix"): that code is
-    # gone; the number stays as history of the fix
+    # gone; committed then in fbd4d76's ablations-table2-same-padding/report.md
     "48.45 ± 5.55": "PFA, cnn2_same, earlier projection",
 }
 
