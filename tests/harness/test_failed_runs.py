@@ -69,7 +69,7 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     shutil.rmtree(tmp_path / "runs" / "results")
     units = expand(spec, "paper")
     reuse_equal_runs(spec, "paper", pending(units))
-    assert list(failed_runs(spec, "paper", units)) == ["digits/2x/p_fedavg/seed0"]
+    assert list(failed_runs(spec, "paper", pending(units))) == ["digits/2x/p_fedavg/seed0"]
     assert pending(units) == [units[1]]               # a failure record is never reused
     fresh = _report(spec)
     assert line in fresh and "failed / 81.50" in fresh

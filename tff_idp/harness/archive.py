@@ -64,11 +64,11 @@ def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> L
     checkpoint; every file but ``REUSED.json`` is copied."""
     from .failures import archived_failure, failure_of_partial, write_record
     from .table import unit_complete
+    if archive_root(spec) is None:
+        return []
     written = []
     for u in units:
         dest = archive_folder(spec, scale, u, output_dir)
-        if dest is None:
-            return []
         if not unit_complete(u):
             failure = failure_of_partial(u)
             if failure is not None and archived_failure(u, dest) != failure:
@@ -88,15 +88,13 @@ def archive_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> L
     return written
 
 
-def failed_runs(spec, scale: str, units, output_dir: Optional[str] = None) -> dict:
-    """{unit label: failure (``harness.failures``)} of the units that are not complete and
-    failed: from the unit's ``.partial`` folder, else from its archived failure record."""
+def failed_runs(spec, scale: str, incomplete, output_dir: Optional[str] = None) -> dict:
+    """{unit label: failure (``harness.failures``)} of the ``incomplete`` units (the caller
+    has checked that none is complete) that failed: from the unit's ``.partial`` folder, else
+    from its archived failure record."""
     from .failures import archived_failure, failure_of_partial
-    from .table import unit_complete
     out = {}
-    for u in units:
-        if unit_complete(u):
-            continue
+    for u in incomplete:
         failure = failure_of_partial(u)
         dest = archive_folder(spec, scale, u, output_dir) if failure is None else None
         if dest is not None:

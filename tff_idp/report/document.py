@@ -39,13 +39,14 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     if spec.kind == "train":
         units = expand(spec, scale, output_dir)
         cells = collect(units)
-        failed = failed_runs(spec, scale, units, output_dir)
+        missing = [m for c in cells.values() for m in c["missing"]]
+        absent = set(missing)
+        failed = failed_runs(spec, scale, [u for u in units if u.label in absent], output_dir)
         for u in units:
             if u.label in failed:
                 cells[(u.dataset, u.column, u.method)]["failed"] += 1
         compare = scale != "smoke"
         text, rows_csv = train_table(spec, cells, compare)
-        missing = [m for c in cells.values() for m in c["missing"]]
         notes = sorted({n for c in cells.values() for n in c["notes"]})
         has_paper = any(spec.reference.values())
         md += ["", f"Scale `{scale}`: {len(units) - len(missing)} of {len(units)} runs "
