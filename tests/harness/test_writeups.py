@@ -147,3 +147,29 @@ def test_every_mean_and_std_of_the_fmnist_writeup_is_a_committed_reports_cell():
     quoted = set(MEAN_STD.findall((FMNIST / "README.md").read_text()))
     unsourced = quoted - set(MEAN_STD.findall(reports)) - pooled
     assert unsourced == set(NOT_IN_A_REPORT), sorted(unsourced ^ set(NOT_IN_A_REPORT))
+
+
+# "mean X, std Y" in a committed script output beside a report (e.g. random_classifier.txt)
+SCRIPT_MEAN_STD = re.compile(r"mean (\d+\.\d\d), std (\d+\.\d\d)")
+
+
+def test_every_mean_and_std_of_the_readme_and_docs_is_a_committed_reports_cell():
+    """README.md's and docs/'s "mean ± std" are printed by a committed report, by a committed
+    script output in a report's folder, or are the six-seed pool of the FMNIST write-up (a
+    hand-copied number that drifted from its report, e.g. 79.03 ± 0.59 for the report's 79.03
+    ± 0.60, is caught here)."""
+    reports = ROOT / "runs"
+    printed = set()
+    for path in reports.rglob("report.md"):
+        printed |= set(MEAN_STD.findall(path.read_text()))
+    for path in reports.rglob("*.txt"):
+        printed |= {f"{m} ± {s}" for m, s in SCRIPT_MEAN_STD.findall(path.read_text())}
+    pooled = {_pooled(_report_cell("ablations-table2-same-padding", m),
+                      _report_cell("ablations-table2-seeds-3-5", m))
+              for m in ("dp_fedavg", "gdpfed_plus")}
+    unsourced = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        unsourced += [f"{doc.relative_to(ROOT)}: {n}"
+                      for n in sorted(set(MEAN_STD.findall(doc.read_text())))
+                      if n not in printed | pooled]
+    assert not unsourced, unsourced
