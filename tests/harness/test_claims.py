@@ -54,8 +54,10 @@ def test_the_verdict_rule():
 def test_cells_with_the_same_seeds_are_compared_seed_by_seed():
     # a large spread between seeds, a steady +0.5 within each: holds when paired
     a, b = [40.0, 60.0, 80.0], [40.5, 60.6, 80.4]
-    d, two_se = claims._pair(_unpaired(a), _unpaired(b), "increasing")
+    d, two_se, by_seed = claims._pair(_unpaired(a), _unpaired(b), "increasing")
     assert d == pytest.approx(0.5) and two_se == pytest.approx(2 * 0.1 / 3 ** 0.5)
+    assert by_seed == pytest.approx({0: 0.5, 1: 0.6, 2: 0.4})
+    assert claims._pair(_unpaired(a), _unpaired(b, 10), "increasing")[2] is None
     assert claims.verdict([(d, two_se)]) == claims.HOLDS
     assert _pairs_verdict(a, b) == claims.HOLDS_WITHIN_NOISE      # unpaired: within noise
 
@@ -126,6 +128,7 @@ def test_the_report_checks_the_claims_and_shows_the_averaged_model(tmp_path):
     assert [r["verdict"] for r in rows] == [claims.HOLDS, claims.HOLDS]
     assert rows[0]["ours"] == "dp_fedavg: 61.00 ± 1.00% (n=3); p_fedavg: 81.00 ± 1.00% (n=3)"
     assert rows[0]["gaps"] == "+20.00 (2 SE 0.00)"        # paired by seed: every gap is 20
+    assert rows[0]["seed_by_seed"] == "seed 0 +20.00, seed 1 +20.00, seed 2 +20.00"
     assert "## The paper's claims, checked" in md and "| DP-FedAvg below P-FedAvg | somewhere |" in md
     # the averaged model: only methods that have it, its last value
     section = md.split("## The averaged model")[1].split("##")[0]

@@ -141,24 +141,29 @@ def values(cell: dict, statistic: str) -> Dict[int, float]:
 
 
 def _pair(a: Dict[int, float], b: Dict[int, float], order: str):
-    """(d, 2 SE or None) for the pair (a, b) under ``order``. Cells run with the same seeds
-    are compared seed by seed (the same seed draws the same check-ins, noise and data
-    order for a method: common random numbers), SE that of the mean paired difference;
-    otherwise SE of the difference of two independent means."""
+    """(d, 2 SE or None, {seed: difference} or None) for the pair (a, b) under ``order``.
+    Cells run with the same seeds are compared seed by seed (the same seed draws the same
+    check-ins, noise and data order for a method: common random numbers), SE that of the
+    mean paired difference; otherwise SE of the difference of two independent means, and no
+    seed-by-seed differences."""
     sign = -1.0 if order == "decreasing" else 1.0
     if set(a) == set(b) and len(a) > 1:
-        diffs = sign * np.array([b[s] - a[s] for s in sorted(a)])
-        return float(diffs.mean()), 2 * float(diffs.std(ddof=1)) / math.sqrt(len(diffs))
+        by_seed = {s: sign * (b[s] - a[s]) for s in sorted(a)}
+        diffs = np.array(list(by_seed.values()))
+        return (float(diffs.mean()), 2 * float(diffs.std(ddof=1)) / math.sqrt(len(diffs)),
+                by_seed)
     va, vb = list(a.values()), list(b.values())
     d = sign * float(np.mean(vb) - np.mean(va))
     if len(va) < 2 or len(vb) < 2:
-        return d, None
+        return d, None, None
     se = math.sqrt(np.var(va, ddof=1) / len(va) + np.var(vb, ddof=1) / len(vb))
-    return d, 2 * se
+    return d, 2 * se, None
 
 
 def verdict(pairs: List[Tuple[float, Optional[float]]]) -> str:
-    """The module docstring's rule over the consecutive pairs' (d, 2 SE)."""
+    """The module docstring's rule over the consecutive pairs' (d, 2 SE) (a pair may carry
+    more, e.g. :func:`_pair`'s seed-by-seed differences, which the rule does not read)."""
+    pairs = [(p[0], p[1]) for p in pairs]
     one_seed = any(two_se is None for _, two_se in pairs)
     if one_seed:
         base = HOLDS if all(d > 0 for d, _ in pairs) else FAILS
@@ -174,7 +179,8 @@ def verdict(pairs: List[Tuple[float, Optional[float]]]) -> str:
 
 def check(claims: List[Claim], cells: Dict[tuple, dict]) -> List[dict]:
     """One row per claim: the claim, the paper's evidence, ours (mean ± std per cell, in the
-    claim's order), the gaps, and the verdict."""
+    claim's order), the gaps, each seed's gap where the cells ran the same seeds (pairs
+    separated by "; "), and the verdict."""
     rows = []
     for claim in claims:
         per_cell = [values(cells.get(ref, {"acc": [], "curves": []}), claim.statistic)
@@ -192,12 +198,15 @@ def check(claims: List[Claim], cells: Dict[tuple, dict]) -> List[dict]:
                          for name, v in zip(_names(claim.cells), per_cell))
         if any(not v for v in per_cell):
             rows.append({"claim": claim.text, "paper": claim.paper, "ours": ours,
-                         "gaps": "", "verdict": NOT_RUN})
+                         "gaps": "", "seed_by_seed": "", "verdict": NOT_RUN})
             continue
         pairs = [_pair(a, b, claim.order) for a, b in zip(per_cell, per_cell[1:])]
         gaps = ", ".join(f"{d:+.2f}" + (f" (2 SE {s:.2f})" if s is not None else "")
-                         for d, s in pairs)
+                         for d, s, _ in pairs)
+        by_seed = "; ".join(", ".join(f"seed {seed} {g:+.2f}" for seed, g in diffs.items())
+                            for _, _, diffs in pairs if diffs)
         rows.append({"claim": claim.text, "paper": claim.paper, "ours": ours, "gaps": gaps,
+                     "seed_by_seed": by_seed,
                      "verdict": verdict(pairs)})
     return rows
 
