@@ -121,3 +121,19 @@ def test_archived_runs_are_read_and_checked_against_the_committed_report(tmp_pat
     ev = status.gather(root, row)
     assert (ev.archived, ev.runs, ev.differs) == (5, 6, [])
     assert float(ev.cells[0]["ours_mean"]) == float(rows[0]["ours_mean"])
+
+
+def test_a_text_row_with_a_config_counts_its_archived_runs(tmp_path):
+    """A row whose words are given (no paper numbers to count) still says how many of its
+    config's runs are archived."""
+    root = _copy_table(tmp_path)
+    report = f"{SHAKESPEARE_REPORT}/report.csv"
+    value = next(csv.DictReader(open(root / report)))["ours_mean"]
+    row = status.Row(paper="000", what="T", data="D", offline="yes", kind="text",
+                     within=f"ours {value}", evidence=(report,), config=SHAKESPEARE)
+    assert status.status_rows(root, [row])[0][6] == "6 / 6"
+    shutil.rmtree(next((root / "runs/archive").rglob("pfa-seed0")))
+    assert status.status_rows(root, [row])[0][6] == "5 / 6"
+    words = status.Row(paper="000", what="T", data="D", offline="yes", kind="text",
+                       within=f"ours {value}", evidence=(report,))
+    assert status.status_rows(root, [words])[0][6] == "-"

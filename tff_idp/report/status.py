@@ -19,7 +19,8 @@ Its rows are declared in ``runs/status.toml``; each row is one of three kinds:
   committed ``claims.csv``.
 - ``text``: a computed or smoke row whose words are given; every number in them must occur
   in one of the row's ``evidence`` files (a committed report or test), else the table is
-  refused.
+  refused. With a ``config`` (the runs behind the words), the row says how many of that
+  config's runs are archived.
 
 Nothing here imports TensorFlow, and nothing is written: the runs are read where they lie.
 """
@@ -142,17 +143,23 @@ def _key(r: dict) -> tuple:
     return (r["dataset"], r.get("column", "") or "", r["method"])
 
 
-def gather(root: Path, row: Row) -> Evidence:
-    """The row's config's cells and claims: from the archived runs when all are archived,
-    else from the committed report (``report.csv``, ``claims.csv``)."""
+def _archived(root: Path, row: Row):
+    """(spec, units, cells, done): the row's config, its runs as placed in runs/archive/
+    (none when it has no archive folder), their cells, and how many of them are complete."""
     from ..harness.archive import archive_root
     from ..harness.table import expand
+    from .runs import collect
     spec = _spec(root, row.config, row.only)
     archive = archive_root(spec)
     units = expand(spec, row.scale, str(archive)) if archive is not None else []
-    from .runs import collect
     cells = collect(units)                         # a run not complete there is "missing"
-    done = len(units) - sum(len(c["missing"]) for c in cells.values())
+    return spec, units, cells, len(units) - sum(len(c["missing"]) for c in cells.values())
+
+
+def gather(root: Path, row: Row) -> Evidence:
+    """The row's config's cells and claims: from the archived runs when all are archived,
+    else from the committed report (``report.csv``, ``claims.csv``)."""
+    spec, units, cells, done = _archived(root, row)
     committed = _read_csv(root / row.report / "report.csv")
     committed = [r for r in committed if r["dataset"] in spec.datasets]
     claims = _read_csv(root / row.report / "claims.csv")
@@ -327,6 +334,9 @@ def status_rows(root: Path, rows: List[Row]) -> List[List[str]]:
         if row.kind == "text":
             check_numbers(root, row)
             within, run_at, archived = row.within, row.run_at or "-", "-"
+            if row.config:                 # runs behind the words: how many are archived
+                _, units, _, done = _archived(root, row)
+                archived = f"{done} / {len(units)}"
         else:
             ev = gather(root, row)
             within = within_text(root, row, ev) if row.kind == "cells" else claims_text(ev)
