@@ -173,3 +173,21 @@ def test_every_mean_and_std_of_the_readme_and_docs_is_a_committed_reports_cell()
                       for n in sorted(set(MEAN_STD.findall(doc.read_text())))
                       if n not in printed | pooled]
     assert not unsourced, unsourced
+
+
+SIGNED = re.compile(r"(?<![\w.])[+-]\d+\.\d\d(?![\d])")
+
+
+def test_the_paper_001_verdicts_quote_the_claims_table():
+    """docs/pfeddsu.md's verdicts on Table II's FMNIST protocol quote their gaps, 2 SE and
+    each seed's gap as the committed report's claims.csv prints them."""
+    import csv
+    report = ROOT / "runs/dp_pfeddsu/reports/fmnist/table2-mlp"
+    with open(report / "claims.csv") as f:
+        claims = list(csv.DictReader(f))
+    printed = " ".join(f"{c['paper']} {c['gaps']} {c['seed_by_seed']}" for c in claims)
+    docs = (ROOT / "docs" / "pfeddsu.md").read_text()
+    verdicts = docs.split("Verdicts by 2 SE", 1)[1].split("  Its curve starts", 1)[0]
+    quoted = SIGNED.findall(verdicts) + re.findall(r"2 SE (\d+\.\d\d)", verdicts)
+    assert len(quoted) >= 20, quoted
+    assert [n for n in quoted if not _cited(n, printed)] == []
