@@ -128,3 +128,18 @@ def test_pfa_paper_accounting_is_marked_and_per_row_accounting_holds():
     plain = PrivacyLedger(budgets=np.repeat(SETTING.budgets, 2), groups=[0, 0, 1, 1, 2, 2],
                           delta=SETTING.delta)
     assert plain.group_epsilons([row.round_mechanisms()] * SETTING.rounds)[2] < spent[2] / 2
+
+
+def test_pfa_share_noise_the_server_sees_on_a_public_row():
+    """PFA with public_noise='share': a public row is seen alone with sigma_m / sqrt(k_m) of
+    the realised count k_m (at least 1); the other groups keep sigma_m; 'full' keeps all."""
+    from tff_idp.algorithms.plan import MethodPlan
+    common = dict(method="pfa", private=True, rates=[0.1, 0.2, 0.3],
+                  noise_multipliers=[2.0, 1.5, 1.0], aggregation_groups=[0, 1, 2],
+                  clips=[1.0] * 3, noise_stddevs=[2.0, 1.5, 1.0], expected_cohorts=[4, 8, 9],
+                  weights=[1.0] * 3, keep_fractions=[1.0] * 3, public_group=2,
+                  projected_group=0)
+    share = MethodPlan(**common, public_noise="share")
+    assert share.server_multipliers([4, 8, 9]) == pytest.approx([2.0, 1.5, 1.0 / 3])
+    assert share.server_multipliers([4, 8, 0]) == pytest.approx([2.0, 1.5, 1.0])
+    assert MethodPlan(**common).server_multipliers([4, 8, 9]) == [2.0, 1.5, 1.0]

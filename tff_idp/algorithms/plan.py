@@ -10,6 +10,7 @@ several share is here: the group weights and :func:`grouped_plan`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import List, Optional, Sequence
 
 import numpy as np
