@@ -1,6 +1,7 @@
 """The write-ups' summaries cite their numbers: every decimal number in a bullet of a
 write-up's "In short" section is in a file that bullet links (a report, its report.csv, or a
 section of the write-up itself), so a redrawn report cannot leave the summary behind."""
+import csv
 import re
 from pathlib import Path
 
@@ -86,7 +87,6 @@ def test_the_central_shakespeare_runs_are_quoted_as_their_csvs_say():
     scripts/shakespeare_plateau.py --out (runs/gdpfed/reports/shakespeare-central/): each
     short run's every evaluation, and a long run's evaluations at multiples of 1,500 steps
     and its last, as "test loss / accuracy%"."""
-    import csv
     from decimal import ROUND_HALF_UP, Decimal
     docs = (ROOT / "docs" / "gdpfed.md").read_text()
     outputs = sorted((ROOT / "runs/gdpfed/reports/shakespeare-central").glob("*.csv"))
@@ -129,10 +129,17 @@ def _pooled(a: tuple, b: tuple, n: int = 3) -> str:
 
 
 def _report_cell(folder: str, method: str) -> tuple:
-    import csv
     with open(FMNIST / folder / "report.csv") as f:
         row = next(r for r in csv.DictReader(f) if r["method"] == method)
     return float(row["ours_mean"]), float(row["ours_std"])
+
+
+def _six_seed_pools() -> set:
+    """The FMNIST write-up's six-seed numbers (section "Six seeds"): DP-FedAvg's and
+    GDPFed+'s seeds 0-2 pooled with seeds 3-5, recomputed from the two reports."""
+    return {_pooled(_report_cell("ablations-table2-same-padding", m),
+                    _report_cell("ablations-table2-seeds-3-5", m))
+            for m in ("dp_fedavg", "gdpfed_plus")}
 
 
 def test_every_mean_and_std_of_the_fmnist_writeup_is_a_committed_reports_cell():
@@ -140,9 +147,7 @@ def test_every_mean_and_std_of_the_fmnist_writeup_is_a_committed_reports_cell():
     folder, is the six-seed pool of two of them (section "Six seeds", recomputed here), or
     is on NOT_IN_A_REPORT with its origin."""
     reports = "\n".join(p.read_text() for p in FMNIST.rglob("report.md"))
-    pooled = {_pooled(_report_cell("ablations-table2-same-padding", m),
-                      _report_cell("ablations-table2-seeds-3-5", m))
-              for m in ("dp_fedavg", "gdpfed_plus")}
+    pooled = _six_seed_pools()
     assert pooled == {"72.05 ± 0.58", "74.46 ± 0.97"}
     quoted = set(MEAN_STD.findall((FMNIST / "README.md").read_text()))
     unsourced = quoted - set(MEAN_STD.findall(reports)) - pooled
@@ -164,9 +169,7 @@ def test_every_mean_and_std_of_the_readme_and_docs_is_a_committed_reports_cell()
         printed |= set(MEAN_STD.findall(path.read_text()))
     for path in reports.rglob("*.txt"):
         printed |= {f"{m} ± {s}" for m, s in SCRIPT_MEAN_STD.findall(path.read_text())}
-    pooled = {_pooled(_report_cell("ablations-table2-same-padding", m),
-                      _report_cell("ablations-table2-seeds-3-5", m))
-              for m in ("dp_fedavg", "gdpfed_plus")}
+    pooled = _six_seed_pools()
     unsourced = []
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         unsourced += [f"{doc.relative_to(ROOT)}: {n}"
@@ -181,7 +184,6 @@ SIGNED = re.compile(r"(?<![\w.])[+-]\d+\.\d\d(?![\d])")
 def test_the_paper_001_verdicts_quote_the_claims_table():
     """docs/pfeddsu.md's verdicts on Table II's FMNIST protocol and on its ablations quote
     their gaps, 2 SE and each seed's gap as the committed reports' claims.csv print them."""
-    import csv
     printed = ""
     for report in ("table2-mlp", "ablations"):
         with open(ROOT / "runs/dp_pfeddsu/reports/fmnist" / report / "claims.csv") as f:

@@ -160,7 +160,7 @@ def _pair(a: Dict[int, float], b: Dict[int, float], order: str):
     return d, 2 * se, None
 
 
-def verdict(pairs: List[Tuple[float, Optional[float]]]) -> str:
+def verdict(pairs: Sequence[tuple]) -> str:
     """The module docstring's rule over the consecutive pairs' (d, 2 SE) (a pair may carry
     more, e.g. :func:`_pair`'s seed-by-seed differences, which the rule does not read)."""
     pairs = [(p[0], p[1]) for p in pairs]
