@@ -362,7 +362,7 @@ def _run_table(args, stop) -> int:
         failed = run_table(spec, args.scale, jobs=args.jobs, output_dir=args.output_dir,
                            progress=not args.quiet, force=args.force)
     if not args.no_report:
-        from .report import write_report
+        from .report import main_table, write_report
         # the table's own report covers every cell, also after a run of some (--only,
         # --methods, --seeds); one written elsewhere (--report-dir) covers what was chosen
         try:
@@ -378,19 +378,6 @@ def _run_table(args, stop) -> int:
         print(main_table(out.read_text()))
         print(f"report: {out}", file=sys.stderr)
     return 1 if failed else 0
-
-
-def main_table(report_md: str) -> str:
-    """The report's first table (the results, ours beside the paper's) with its heading
-    line, for the terminal at the end of a table run."""
-    lines = report_md.splitlines()
-    start = next((i for i, l in enumerate(lines) if l.startswith("|")), None)
-    if start is None:
-        return ""
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")),
-               len(lines))
-    head = next((l for l in reversed(lines[:start]) if l.startswith("Scale `")), "")
-    return "\n".join(([head, ""] if head else []) + lines[start:end])
 
 
 def table_overrides(args) -> list:

@@ -130,6 +130,16 @@ def test_the_report_checks_the_claims_and_shows_the_averaged_model(tmp_path):
     assert rows[0]["gaps"] == "+20.00 (2 SE 0.00)"        # paired by seed: every gap is 20
     assert rows[0]["seed_by_seed"] == "seed 0 +20.00, seed 1 +20.00, seed 2 +20.00"
     assert "## The paper's claims, checked" in md and "| DP-FedAvg below P-FedAvg | somewhere |" in md
+    # what the terminal shows (run's end, report): the results table, then the claims
+    from tff_idp.report import main_table
+    from tff_idp.report.document import CLAIMS_HEADING
+    shown = main_table(md).splitlines()
+    assert shown[0].startswith("Scale `paper`: 9 of 12 runs complete")
+    results = md.split("complete. Each cell")[1].split("\n\n")[1].splitlines()
+    assert shown[2:2 + len(results)] == results and results[0].startswith("| ")
+    assert shown[2 + len(results):] == ["", "The paper's claims, checked:", ""] + \
+        md.split(CLAIMS_HEADING)[1].split("\n\n")[2].splitlines()
+    assert shown[-1].startswith("| P-FedAvg steadier at 1x than at 2x |")
     # the averaged model: only methods that have it, its last value
     section = md.split("## The averaged model")[1].split("##")[0]
     assert "| digits | p_fedavg | 40.00 ± 0.00 | 40.00 ± 0.00 |" in section

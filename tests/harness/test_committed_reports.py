@@ -101,6 +101,13 @@ def test_a_committed_report_is_redrawn_from_its_archived_runs(report, config, tm
         if (committed / name).exists():
             assert (tmp_path / "report" / name).read_text() == (committed / name).read_text(), \
                 f"{report}/{name} differs from its redraw"
+    # the numbers are on the terminal (issue 62: the row's command prints them): the
+    # report's own lines, its results table among them
+    printed = [line for line in run.stdout.splitlines() if line]
+    lines = set((committed / "report.md").read_text().splitlines())
+    assert sum(line.startswith("|") for line in printed) >= 3, run.stdout
+    assert all(line in lines or line == "The paper's claims, checked:" for line in printed), \
+        run.stdout
 
 
 def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, capsys):

@@ -12,6 +12,8 @@ folders are read (a missing one is first copied from an equal run elsewhere unde
 results root or in the repository's ``runs/archive/``: ``harness.reuse``); missing units are
 listed, never filled in. ``--archive`` copies the complete runs into ``runs/archive/``
 (``harness.archive``). Default output folder: ``<output_dir>/<table>/<scale>/report/``.
+The report's first table (our numbers beside the paper's) is printed, its path said on
+standard error, as ``run`` does at the end of a table.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from pathlib import Path
 from ..config import ConfigError
 from ..harness.table import (expand, load_table, only_datasets, only_methods, require_scale,
                              unit_complete, with_overrides)
-from .document import report_dir, write_report
+from .document import main_table, report_dir, write_report
 from .figures import plot_convergence
 from .runs import CURVES, cells_from_curves
 
@@ -164,7 +166,8 @@ def _report(args) -> int:
         return 1
     path = write_report(spec, args.scale, Path(args.out) if args.out else None,
                         args.output_dir)
-    print(path)
+    print(main_table(path.read_text()))
+    print(f"report: {path}", file=sys.stderr)
     missing = sum(not unit_complete(u) for u in units)
     if missing and (committed := _committed(args, spec)):
         print(f"note: {missing} of {len(units)} runs are neither here nor archived "

@@ -15,6 +15,8 @@ from .tables import (markdown, second_metric_table, audit_rows, bounds_caption, 
                      cost_lines, diagnostics_section, noise_table, observer_rows, rates_sweep,
                      train_table)
 
+CLAIMS_HEADING = "## The paper's claims, checked"
+
 
 def report_dir(spec: TableSpec, scale: str, output_dir: Optional[str] = None,
                out: Optional[Path] = None) -> Path:
@@ -90,7 +92,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         if spec.claims:
             from ..harness import claims as claims_mod
             checked = claims_mod.check(spec.claims, cells)
-            md += ["## The paper's claims, checked", "",
+            md += [CLAIMS_HEADING, "",
                    "Each claim an ordering of cells, in the order it names them; gap: the "
                    "difference of consecutive cells' means in the claim's direction (positive: "
                    "as claimed), with twice its standard error over the seeds (seed by seed "
@@ -170,3 +172,29 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
     (out / "report.md").write_text("\n".join(md) + "\n")
     write_csv(out / "report.csv", rows_csv)
     return out / "report.md"
+
+
+def main_table(report_md: str) -> str:
+    """The report's first table (the results, ours beside the paper's) with the line that says
+    how to read it, and its table of the paper's claims where it checks some, for the
+    terminal: printed by ``run`` at the end of a table run and by ``report``."""
+    lines = report_md.splitlines()
+    first = next((i for i, l in enumerate(lines) if l.startswith("|")), None)
+    if first is None:
+        return ""
+    head = next((l for l in reversed(lines[:first]) if l.startswith("Scale `")), None)
+    if head is None:                       # a computed table: the paragraph above it
+        head = next((l for l in reversed(lines[:first]) if l.strip()), "")
+    out = ([head, ""] if head else []) + _table_from(lines, first)
+    claims = next((i for i, l in enumerate(lines) if l == CLAIMS_HEADING), None)
+    if claims is not None:
+        at = next(i for i in range(claims, len(lines)) if lines[i].startswith("|"))
+        out += ["", CLAIMS_HEADING.lstrip("# ") + ":", ""] + _table_from(lines, at)
+    return "\n".join(out)
+
+
+def _table_from(lines: list, start: int) -> list:
+    """The Markdown table whose first line is ``lines[start]``."""
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")),
+               len(lines))
+    return lines[start:end]
