@@ -107,6 +107,10 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
         privacy = observer_rows(cells)
         if privacy:
             md += ["## Privacy, by observer", "",
+                   "The plan that gives the epsilons, per privacy group: the sampling rate "
+                   "q_m (%) and the squared noise multiplier sigma_m^2 (the noise's std on "
+                   "the group's sum over the clip; GDPFed Alg. 1), and the noise magnitude "
+                   "Lambda (GDPFed Table III; - where the method defines none). "
                    "Epsilon per privacy group at the run's delta, the largest over the seeds. "
                    "Model viewers: add/remove (or replace) one client, amplified by the "
                    "sampling of clients, which is secret from them; the budgets are checked "

@@ -71,6 +71,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["not_covered"].add(s.guarantee.get("why_not_valid", "not covered by the ledger"))
         if s.groups:
             c["observers"].append(s.privacy)
+            c.setdefault("plans", []).append(s.plan)
         if s.audit:
             c["audits"].append((u.seed, s.audit))
         c["curves"].append(curve)

@@ -48,10 +48,13 @@ def diagnostics_section(cells: Dict[tuple, dict]) -> List[str]:
 
 
 def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
-    """Per cell with a ledger, each observer's epsilon per group, the largest over its
-    complete runs (``tff_idp.privacy.threat_model``): those who see the released models
-    (amplified, what the budgets are checked against) and the server (no amplification;
-    none where the server drew the noise)."""
+    """Per cell with a ledger, the privacy plan that gives its epsilons (each group's
+    sampling rate q_m and squared noise multiplier sigma_m^2, GDPFed Alg. 1, and the noise
+    magnitude Lambda, GDPFed Table III, where the method defines it: ``plan_text``) and each
+    observer's epsilon per group, the largest over its complete runs
+    (``tff_idp.privacy.threat_model``): those who see the released models (amplified, what
+    the budgets are checked against) and the server (no amplification; none where the server
+    drew the noise)."""
     out = []
     for (ds, col, method), c in cells.items():
         if not c["observers"]:
@@ -66,6 +69,7 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
             "dataset": ds, "column": col or "", "method": method,
             "budgets": " / ".join(f"{c['observers'][0]['groups'][g]['budget']:g}"
                                   for g in groups),
+            **plan_text(c.get("plans", [])),
             "eps_model_viewers": " / ".join(f"{e:.3g}" for e in worst("realised_epsilon")),
             "eps_server": "none (server-drawn noise)" if drawn_by_server else
             "not recorded" if any(math.isnan(e) for e in server) else
@@ -74,6 +78,24 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
                 p["guarantee"].get("budget_met_against", "") for p in c["observers"]}))
             + (" †" if c["not_covered"] else "")})
     return out
+
+
+def plan_text(plans: List[dict]) -> dict:
+    """A cell's privacy plan as the report prints it: rates (%) and sigma^2 per group, and
+    Lambda where the method defines it ("-" where not). The plan is calibrated from the
+    config alone, so every seed's is the same; "differs by seed" where the summaries say
+    otherwise (runs made by different code), never one seed's shown as the cell's."""
+    def text(plan: dict) -> dict:
+        lam = plan.get("noise_magnitude")
+        return {"rates_%": " / ".join(f"{100 * q:.3g}" for q in plan.get("rates", [])) or "-",
+                "sigma^2": " / ".join(f"{s:.3g}" for s in plan.get("noise_multipliers_sq", []))
+                or "-",
+                "Lambda": "-" if lam is None else f"{lam:.3g}"}
+    shown = [text(p) for p in plans]
+    if not shown:
+        return {"rates_%": "-", "sigma^2": "-", "Lambda": "-"}
+    return {k: v if all(s[k] == v for s in shown) else "differs by seed"
+            for k, v in shown[0].items()}
 
 
 def _fmt_cell(mean, std, paper, seeds: int = 2, failed: int = 0) -> str:
