@@ -234,7 +234,7 @@ def test_the_workers_of_a_killed_table_run_die_with_it(tmp_path):
     assert _table_processes(marker) == []
 
 
-@pytest.mark.parametrize("after", [0.4, 2.5])
+@pytest.mark.parametrize("after", [0.4, 1.5, 2.5, 3.5])
 def test_ctrl_c_at_any_moment_of_start_up_ends_in_one_line_and_130(tmp_path, after):
     """Start-up imports TensorFlow, loads the data and partitions it: a Ctrl-C anywhere in it
     (or in the first rounds) gives one line and exit 130, never a traceback. (Before the

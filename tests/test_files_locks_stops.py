@@ -153,6 +153,39 @@ def test_a_stop_during_a_long_start_up_step_ends_at_once(tmp_path, monkeypatch, 
     _one_line(capfd, "stopped")
 
 
+def test_a_stop_is_not_lost_in_a_garbage_collector_callback():
+    """A stop raised while a collector callback runs (jax registers one) is printed as
+    "Exception ignored" and lost: the fresh-clone suite's Ctrl-C at 2.5 s printed a traceback
+    of jax's _xla_gc_callback. The collector is paused in immediate blocks, so the stop lands
+    in the block's own code and ends it. Here most of the block's time is spent in a slow
+    callback: without the pause the stop is lost and the block runs to its end."""
+    import gc
+    from tff_idp.runtime import StopRequests, StoppedInStartUp
+
+    def slow_callback(phase, info):
+        time.sleep(0.002)
+    gc.callbacks.append(slow_callback)
+    ended = []
+    try:
+        with StopRequests() as stop:
+            timer = _sigterm_after(0.3)
+            start = time.perf_counter()
+            with pytest.raises(StoppedInStartUp):
+                with stop.immediately():
+                    assert not gc.isenabled()
+                    with stop.immediately():            # nested: still paused, then kept
+                        pass
+                    assert not gc.isenabled()
+                    while time.perf_counter() - start < 5:
+                        cycle = [[] for _ in range(50)]  # cyclic garbage: collections
+                        cycle.append(cycle)
+                    ended.append(True)
+            timer.cancel()
+    finally:
+        gc.callbacks.remove(slow_callback)
+    assert not ended and time.perf_counter() - start < 2 and gc.isenabled()
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda t: t[:t.rindex(",", 0, len(t) - 5)], "cut short"),
     (lambda t: t.replace(",test_accuracy,", ",test_accuracy,extra,", 1), "extra fields"),

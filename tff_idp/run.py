@@ -283,10 +283,14 @@ def _main(argv, stop) -> int:
 
     from .runtime import close_tff, select_device
     try:
+        # TensorFlow, TFF and jax are imported with flag-only stops, then checked: a stop
+        # raised by the signal handler mid-import can be caught by the package being imported
+        # and leave it half-initialised (jax then fails with an AttributeError, not one line)
+        import tensorflow as tf
+        from .engine.loop import check_methods
+        _stop_point(stop)
         with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
             device = select_device(cfg.device)
-            import tensorflow as tf
-            from .engine.loop import check_methods
             check_methods(exp)          # e.g. a split the model has not: before any write
             _check_run_folders(cfg, foreign=not args.force)
         _stop_point(stop)

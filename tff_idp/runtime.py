@@ -91,14 +91,23 @@ class StopRequests:
     @contextlib.contextmanager
     def immediately(self):
         """A block with nothing to checkpoint: a stop request ends it at once (a request
-        already pending, too)."""
+        already pending, too). The cyclic garbage collector is paused in the block: a stop
+        raised while a collector callback runs (jax registers one) is printed as "Exception
+        ignored" and lost, and the block would go on. Heavy imports belong before the block,
+        with flag-only stops: a package may catch an exception raised mid-import."""
         if self.signum is not None:
             raise StoppedInStartUp
+        import gc
+        collecting = gc.isenabled() and not self._immediate
+        if collecting:
+            gc.disable()
         self._immediate += 1
         try:
             yield self
         finally:
             self._immediate -= 1
+            if collecting:
+                gc.enable()
 
     def __enter__(self):
         import threading
