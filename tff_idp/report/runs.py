@@ -33,7 +33,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     """{(dataset, column, method): {"acc": [...], "seconds": [...], "wall": [(set-up,
     evaluation) seconds, or None where the summary has no wall time], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
-    "not_covered": reasons the ledger's epsilon does not bound a run's releases, "segments":
+    "not_covered": reasons the ledger's epsilon does not bound a run's releases, "observers"
+    and "plans": each private run's privacy record and plan (summary.json), "segments":
     [each complete run's segments: ``engine.segments``], "failed": 0 (the report counts the
     failed runs among the missing: ``harness.failures``)}} from the complete results folders."""
     from ..engine.segments import of_summary
@@ -44,7 +45,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
-                              "observers": [], "audits": [], "unreadable": [],
+                              "observers": [], "plans": [], "audits": [], "unreadable": [],
                               "metric": "test_accuracy", "segments": [], "failed": 0})
         if not is_complete(u.folder):
             c["missing"].append(u.label)
@@ -71,7 +72,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
             c["not_covered"].add(s.guarantee.get("why_not_valid", "not covered by the ledger"))
         if s.groups:
             c["observers"].append(s.privacy)
-            c.setdefault("plans", []).append(s.plan)
+            c["plans"].append(s.plan)
         if s.audit:
             c["audits"].append((u.seed, s.audit))
         c["curves"].append(curve)

@@ -69,7 +69,7 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
             "dataset": ds, "column": col or "", "method": method,
             "budgets": " / ".join(f"{c['observers'][0]['groups'][g]['budget']:g}"
                                   for g in groups),
-            **plan_text(c.get("plans", [])),
+            **plan_text(c["plans"]),
             "eps_model_viewers": " / ".join(f"{e:.3g}" for e in worst("realised_epsilon")),
             "eps_server": "none (server-drawn noise)" if drawn_by_server else
             "not recorded" if any(math.isnan(e) for e in server) else
