@@ -328,7 +328,6 @@ def test_labels_outside_the_classes_are_refused_before_training(tmp_path, monkey
                     reason="real Fashion-MNIST not staged")
 def test_a_cut_real_labels_file_stops_the_run_in_one_line_before_anything_is_written(
         tmp_path):
-    import numpy as np
     from tff_idp.data import fashion_mnist
     base = fashion_mnist.folder(tmp_path / "ds")
     base.mkdir(parents=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tff_idp import config, report, run
+from tff_idp import report, run
 from tff_idp.atomic import HOST, FolderLock, FolderLocked, atomic_savefig
 
 from .harness.conftest import tiny_table

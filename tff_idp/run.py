@@ -338,7 +338,6 @@ def _run_table(args, stop) -> int:
             spec = only_methods(only_datasets(whole, args.only), args.methods)
             spec = only_seeds(spec, args.seeds)
             if args.output_dir is not None:
-                from . import config
                 check_writable_dir("--output-dir", args.output_dir)
             units = expand(spec, args.scale, args.output_dir)   # every cell validated first
             from .runtime import one_thread_per_op_for_lanes

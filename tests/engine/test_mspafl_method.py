@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_idp import config
 from tff_idp.queries import LocalGaussianQuery
 from tff_idp.engine import loop
 from tff_idp.methods import METHODS
