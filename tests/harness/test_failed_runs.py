@@ -5,9 +5,10 @@ import csv
 import json
 import shutil
 
+from tff_idp.engine.checkpoint import write_heartbeat
 from tff_idp.engine.fingerprint import run_fingerprint
 from tff_idp.harness.archive import archive_folder, archive_runs, failed_runs
-from tff_idp.harness.failures import RECORD, SUFFIX
+from tff_idp.harness.failures import RECORD, SUFFIX, describe
 from tff_idp.harness.reuse import reuse_equal_runs
 from tff_idp.harness.runner import pending
 from tff_idp.harness.table import expand, load_table
@@ -37,6 +38,7 @@ def _failed(unit):
     (partial / "checkpoint-rows.jsonl").write_text(
         json.dumps({"round": 1, "test_accuracy": 0.31}) + "\n" +
         json.dumps({"round": 2, "test_accuracy": 0.12}) + "\n" + '{"round": 3, "te')
+    write_heartbeat(partial, 2, 0.5)                  # round 3 raised
 
 
 def _report(spec):
@@ -51,7 +53,7 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     _failed(broken)
     line = ("Failed runs (1; each kept its metrics up to its last checkpoint: "
             "`harness.failures`): digits/2x/p_fedavg/seed0: numpy.linalg.LinAlgError: "
-            "Eigenvalues did not converge; 2 rounds kept, test_accuracy 12.00% at round 2")
+            "Eigenvalues did not converge in round 3; 2 rounds kept, test_accuracy 12.00% at round 2")
     md = _report(spec)
     assert line in md and "Missing runs" not in md and "1 of 2 runs complete" in md
     assert "| 80.00 (1 seed) / 80.00 (+0.00) | failed / 81.50 |" in md
@@ -62,7 +64,7 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     assert sorted(p.name for p in written) == sorted([done.folder.name, record.name])
     kept = json.loads((record / RECORD).read_text())
     assert kept["fingerprint"] == run_fingerprint(broken.cfg, broken.method)
-    assert kept["rounds_kept"] == 2 and not (dest / "summary.json").exists()
+    assert kept["rounds_kept"] == 2 and kept["failed_in_round"] == 3 and not (dest / "summary.json").exists()
     assert archive_runs(spec, "paper", [done, broken]) == []      # nothing new
 
     # a fresh clone: no results; the archived run is copied, the failure read from its record
@@ -78,3 +80,16 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     table_in_runs.write_text(table_in_runs.read_text().replace("rounds = 3", "rounds = 4"))
     changed = load_table(str(table_in_runs))
     assert failed_runs(changed, "paper", expand(changed, "paper")) == {}
+
+
+def test_a_failure_line_drops_tensorflows_op_decoration_and_says_what_is_unknown():
+    """TensorFlow's error lines carry the op's device path and an empty name; the report's
+    line keeps the exception and its message, and names no round when no heartbeat was
+    written (the run raised before its first round ended)."""
+    error = ("tensorflow.python.framework.errors_impl.InvalidArgumentError: {{function_node "
+             "__wrapped__SelfAdjointEigV2_device_/job:localhost/replica:0/task:0/device:CPU:0}}"
+             " Self-adjoint eigen decomposition was not successful. [Op:SelfAdjointEigV2] name:")
+    line = describe("c/pfa/seed0", {"error": error, "failed_in_round": None, "rounds_kept": 0})
+    assert line == ("c/pfa/seed0: tensorflow.python.framework.errors_impl.InvalidArgumentError: "
+                    "Self-adjoint eigen decomposition was not successful. [Op:SelfAdjointEigV2]; "
+                    "0 rounds kept")

@@ -118,6 +118,8 @@ NOT_IN_A_REPORT = {
     # PFA with the projection before the fix (section "PFA before the fix"): that code is
     # gone; committed then in fbd4d76's ablations-table2-same-padding/report.md
     "48.45 ± 5.55": "PFA, cnn2_same, earlier projection",
+    # and with cnn2, public rows noised by their share: 19be434's ablations/report.md
+    "69.10 ± 0.62": "PFA share noise, cnn2, earlier projection",
 }
 
 

@@ -16,6 +16,10 @@ about 1.2 GB rewritten every checkpoint). Lines past the recorded prefix (a kill
 the append and the npz) are ignored and cut at the next write; a prefix whose digest does
 not match sets the checkpoint aside like any other damage.
 
+Every round also writes ``heartbeat.json`` (when, which round, how long, host and pid):
+``harness.runner.folder_state`` tells a running unit from a stalled one by it, and a failed
+run's record (``harness.failures``) names the round that raised.
+
 A checkpoint that cannot be read, fails its checksum (a flipped bit) or was made with another
 config is set aside as ``checkpoint.npz.bad`` with one line on stderr, and the run starts
 over; it never blocks a run and is never used silently. Written to a temporary name and
@@ -26,7 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -173,3 +179,15 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
             "rng": meta["rng"], "participation": arrays["participation"],
             "history": arrays["history"].tolist(), "rows": meta["rows"],
             "server_precision": arrays["server_precision"], "segments": meta.get("segments")}
+
+
+HEARTBEAT = "heartbeat.json"
+
+
+def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> None:
+    """A small JSON in the run's partial folder after every round (when, which round, how
+    long it took, host and pid): ``harness.runner.folder_state`` tells a running unit from a
+    stalled one by it, and a failed run's record the round that raised."""
+    (folder / HEARTBEAT).write_text(json.dumps({
+        "time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
+        "host": socket.gethostname(), "pid": os.getpid()}))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..errors import RoundInterrupted
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS, client_diagnostics
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, save_checkpoint, write_heartbeat
 from .client_data import input_dtype, phase_examples
 from .evaluation import (ClientExamples, PersonalEvaluation, ReadoutFineTune, client_test_sets,
                          evaluate)
@@ -469,20 +468,6 @@ def _evaluate(ctx: RunContext, state: RunState, rnd: int, row: dict, curve) -> N
         row.update(ctx.personal_eval(runner.weights, state.store, rnd))
         ctx.bar.set_postfix(acc=f"{row['personal_test_accuracy']:.3f}")
     row["eval_seconds"] = round(time.perf_counter() - t_eval, 4)
-
-
-HEARTBEAT = "heartbeat.json"
-
-
-def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> None:
-    """A small JSON in the run's partial folder after every round (when, which round, how
-    long it took, host and pid): ``harness.runner.folder_state`` tells a running unit from a
-    stalled one by it."""
-    import os
-    import socket
-    (folder / HEARTBEAT).write_text(json.dumps({
-        "time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
-        "host": socket.gethostname(), "pid": os.getpid()}))
 
 
 def _summary(ctx: RunContext, state: RunState, start: int, split,

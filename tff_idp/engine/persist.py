@@ -16,9 +16,9 @@ from typing import Optional
 from ..atomic import FolderLock, atomic_savefig, regular_file
 from ..results import RunFolder, RunSummary, write_csv, write_json
 from .experiment import Experiment
-from .checkpoint import CHECKPOINT, ROWS
+from .checkpoint import CHECKPOINT, HEARTBEAT, ROWS
 from .fingerprint import run_fingerprint
-from .loop import HEARTBEAT, run_method
+from .loop import run_method
 
 
 def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import List, Optional
@@ -46,9 +47,22 @@ def _rows(path: Path) -> List[dict]:
     return rows
 
 
+def _failed_in_round(partial: Path) -> Optional[int]:
+    """The round that raised: one past the heartbeat's last finished round
+    (``engine.checkpoint.write_heartbeat``), or None when no heartbeat was written or it is
+    unreadable."""
+    from ..engine.checkpoint import HEARTBEAT
+    try:
+        done = json.loads((partial / HEARTBEAT).read_text()).get("rounds_done")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return done + 1 if isinstance(done, int) and not isinstance(done, bool) else None
+
+
 def failure_of_partial(unit) -> Optional[dict]:
-    """{"fingerprint", "error", "rounds_kept", "rows"} of a unit whose ``.partial`` folder
-    holds ``FAILED.txt``, else None. ``error``: the traceback's last line."""
+    """{"fingerprint", "error", "failed_in_round", "rounds_kept", "rows"} of a unit whose
+    ``.partial`` folder holds ``FAILED.txt``, else None. ``error``: the traceback's last line;
+    ``failed_in_round``: None when the run raised before its first round's heartbeat."""
     from ..engine.checkpoint import ROWS as CHECKPOINT_ROWS
     from ..engine.fingerprint import run_fingerprint
     partial = _partial(unit)
@@ -60,6 +74,7 @@ def failure_of_partial(unit) -> Optional[dict]:
     rows = _rows(partial / CHECKPOINT_ROWS)
     return {"fingerprint": run_fingerprint(unit.cfg, unit.method),
             "error": lines[-1] if lines else "(FAILED.txt is empty)",
+            "failed_in_round": _failed_in_round(partial),
             "rounds_kept": len(rows), "rows": rows}
 
 
@@ -78,14 +93,24 @@ def archived_failure(unit, dest: Path) -> Optional[dict]:
     return dict(record, rows=_rows(folder / ROWS))
 
 
+def _readable(error: str) -> str:
+    """The error line without TensorFlow's op decoration (``{{function_node ...}}`` and a
+    trailing empty ``name:``), which says nothing about the run."""
+    error = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error)
+    return re.sub(r"\s*name:\s*$", "", error)
+
+
 def describe(label: str, failure: dict, metric: str = "test_accuracy") -> str:
-    """One line: the run, its error, the rounds kept and the last accuracy among them."""
+    """One line: the run, its error, the round that raised (when known), the rounds kept and
+    the last accuracy among them."""
     rows = failure.get("rows") or []
     last = [r for r in rows if isinstance(r.get(metric), (int, float))]
     kept = int(failure.get("rounds_kept", len(rows)))
+    where = (f" in round {failure['failed_in_round']}"
+             if failure.get("failed_in_round") is not None else "")
     tail = (f"; {kept} rounds kept, {metric} {100.0 * last[-1][metric]:.2f}% at round "
             f"{last[-1].get('round', len(last))}" if last else f"; {kept} rounds kept")
-    return f"{label}: {failure['error']}{tail}"
+    return f"{label}: {_readable(failure['error'])}{where}{tail}"
 
 
 def write_record(failure: dict, dest: Path) -> Path:

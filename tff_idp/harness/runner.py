@@ -21,6 +21,7 @@ from typing import List, Optional
 from tqdm.auto import tqdm
 
 from ..atomic import FolderLocked, is_out_of_space, out_of_space_line, regular_file
+from ..engine.checkpoint import HEARTBEAT
 from ..results import is_complete
 from .failures import FAILED
 from .table import TableSpec, Unit, expand, unit_complete
@@ -221,8 +222,8 @@ def folder_state(unit: Unit) -> str:
         return "failed"
     latest = max([p.stat().st_mtime for p in partial.iterdir()] + [partial.stat().st_mtime])
     window = 600.0
-    try:                              # written every round (engine.loop.write_heartbeat)
-        beat = json.loads(regular_file(partial / "heartbeat.json").read_text())
+    try:                              # written every round (engine.checkpoint.write_heartbeat)
+        beat = json.loads(regular_file(partial / HEARTBEAT).read_text())
         latest = max(latest, float(beat["time"]))
         window = max(window, 3.0 * float(beat["round_seconds"]) + 60.0)
     except (OSError, ValueError, KeyError, TypeError):

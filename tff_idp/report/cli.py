@@ -168,7 +168,9 @@ def _report(args) -> int:
                         args.output_dir)
     print(main_table(path.read_text()))
     print(f"report: {path}", file=sys.stderr)
-    missing = sum(not unit_complete(u) for u in units)
+    from ..harness.archive import failed_runs
+    incomplete = [u for u in units if not unit_complete(u)]
+    missing = len(incomplete) - len(failed_runs(spec, args.scale, incomplete, args.output_dir))
     if missing and (committed := _committed(args, spec)):
         print(f"note: {missing} of {len(units)} runs are neither here nor archived "
               f"(runs/archive/README.md); the committed report made from them: {committed}; "
