@@ -109,12 +109,6 @@ MEAN_STD = re.compile(r"\d+\.\d\d ± \d+\.\d\d")
 # means ± stds of the FMNIST write-up that no committed report prints, each with where it
 # comes from; the list only shrinks (a number that a report prints again is refused here)
 NOT_IN_A_REPORT = {
-    # Table II's `cnn2` runs before their 2026-11-26 rerun (table2/report.md is the rerun);
-    # reconciled when runs/gdpfed/table2.toml's FMNIST runs are archived
-    "70.22 ± 0.22": "GDPFed, cnn2, earlier Table II run",
-    "75.80 ± 0.47": "P-FedAvg, cnn2, earlier Table II run",
-    "72.91 ± 0.67": "IDP-FedAvg, cnn2, earlier Table II run (section Cost)",
-    "72.92 ± 0.69": "IDP-FedAvg, cnn2, a run before that (section Cost)",
     # PFA with the projection before the fix (section "PFA before the fix"): that code is
     # gone; committed then in fbd4d76's ablations-table2-same-padding/report.md
     "48.45 ± 5.55": "PFA, cnn2_same, earlier projection",
