@@ -53,7 +53,8 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     _failed(broken)
     line = ("Failed runs (1; each kept its metrics up to its last checkpoint: "
             "`harness.failures`): digits/2x/p_fedavg/seed0: numpy.linalg.LinAlgError: "
-            "Eigenvalues did not converge in round 3; 2 rounds kept, test_accuracy 12.00% at round 2")
+            "Eigenvalues did not converge in round 3; 2 rounds kept, test_accuracy 12.00% at "
+            "round 2")
     md = _report(spec)
     assert line in md and "Missing runs" not in md and "1 of 2 runs complete" in md
     assert "| 80.00 (1 seed) / 80.00 (+0.00) | failed / 81.50 |" in md
@@ -64,7 +65,8 @@ def test_a_failed_run_is_reported_as_failed_and_its_record_archived(table_in_run
     assert sorted(p.name for p in written) == sorted([done.folder.name, record.name])
     kept = json.loads((record / RECORD).read_text())
     assert kept["fingerprint"] == run_fingerprint(broken.cfg, broken.method)
-    assert kept["rounds_kept"] == 2 and kept["failed_in_round"] == 3 and not (dest / "summary.json").exists()
+    assert (kept["rounds_kept"], kept["failed_in_round"]) == (2, 3)
+    assert not (dest / "summary.json").exists()
     assert archive_runs(spec, "paper", [done, broken]) == []      # nothing new
 
     # a fresh clone: no results; the archived run is copied, the failure read from its record
