@@ -38,6 +38,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..atomic import regular_file
+
 CHECKPOINT = "checkpoint.npz"
 ROWS = "checkpoint-rows.jsonl"
 OLD_CHECKPOINT = "checkpoint.pkl"       # sessions 1-4 (pickle): never read, set aside
@@ -191,3 +193,13 @@ def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> Non
     (folder / HEARTBEAT).write_text(json.dumps({
         "time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
         "host": socket.gethostname(), "pid": os.getpid()}))
+
+
+def read_heartbeat(folder: Path) -> Optional[dict]:
+    """The heartbeat :func:`write_heartbeat` left in ``folder``, or None when there is none,
+    it is not a regular file (a FIFO would block the reader) or it does not parse."""
+    try:
+        beat = json.loads(regular_file(folder / HEARTBEAT).read_text())
+    except (OSError, ValueError):
+        return None
+    return beat if isinstance(beat, dict) else None

@@ -51,11 +51,8 @@ def _failed_in_round(partial: Path) -> Optional[int]:
     """The round that raised: one past the heartbeat's last finished round
     (``engine.checkpoint.write_heartbeat``), or None when no heartbeat was written or it is
     unreadable."""
-    from ..engine.checkpoint import HEARTBEAT
-    try:
-        done = json.loads((partial / HEARTBEAT).read_text()).get("rounds_done")
-    except (OSError, ValueError, AttributeError):
-        return None
+    from ..engine.checkpoint import read_heartbeat
+    done = (read_heartbeat(partial) or {}).get("rounds_done")
     return done + 1 if isinstance(done, int) and not isinstance(done, bool) else None
 
 

@@ -9,7 +9,6 @@ traceback in its ``.partial`` folder; the others go on, and the exit status is 1
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -20,8 +19,8 @@ from typing import List, Optional
 
 from tqdm.auto import tqdm
 
-from ..atomic import FolderLocked, is_out_of_space, out_of_space_line, regular_file
-from ..engine.checkpoint import HEARTBEAT
+from ..atomic import FolderLocked, is_out_of_space, out_of_space_line
+from ..engine.checkpoint import read_heartbeat
 from ..results import is_complete
 from .failures import FAILED
 from .table import TableSpec, Unit, expand, unit_complete
@@ -222,11 +221,11 @@ def folder_state(unit: Unit) -> str:
         return "failed"
     latest = max([p.stat().st_mtime for p in partial.iterdir()] + [partial.stat().st_mtime])
     window = 600.0
-    try:                              # written every round (engine.checkpoint.write_heartbeat)
-        beat = json.loads(regular_file(partial / HEARTBEAT).read_text())
+    beat = read_heartbeat(partial)    # written every round (engine.checkpoint)
+    try:
         latest = max(latest, float(beat["time"]))
         window = max(window, 3.0 * float(beat["round_seconds"]) + 60.0)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         pass
     return "running" if time.time() - latest < window else "stalled"
 
