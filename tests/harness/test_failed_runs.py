@@ -95,3 +95,33 @@ def test_a_failure_line_drops_tensorflows_op_decoration_and_says_what_is_unknown
     assert line == ("c/pfa/seed0: tensorflow.python.framework.errors_impl.InvalidArgumentError: "
                     "Self-adjoint eigen decomposition was not successful. [Op:SelfAdjointEigV2]; "
                     "0 rounds kept")
+
+
+def test_a_fifo_in_a_failure_file_is_read_as_no_record(table_in_runs, tmp_path):
+    """A FIFO in place of FAILED.txt, the kept rows or an archived failure.json would block
+    the report's read forever; each is read only as a regular file, so the run is missing
+    (no FAILED.txt), kept no rounds (no rows) or has no archived record."""
+    import os
+    import signal
+    import threading
+    from tff_idp.harness.failures import archived_failure, failure_of_partial
+    spec = load_table(str(table_in_runs))
+    _, broken = expand(spec, "paper")
+    _failed(broken)
+    partial = broken.folder.with_name(broken.folder.name + ".partial")
+    record = archive_folder(spec, "paper", broken)
+    archive_runs(spec, "paper", [broken])
+    timer = threading.Timer(30, os.kill, (os.getpid(), signal.SIGTERM))  # a hang fails
+    timer.start()
+    try:
+        for path in (partial / "checkpoint-rows.jsonl",
+                     record.with_name(record.name + SUFFIX) / RECORD):
+            path.unlink()
+            os.mkfifo(path)
+        assert failure_of_partial(broken)["rounds_kept"] == 0
+        assert archived_failure(broken, record) is None
+        (partial / "FAILED.txt").unlink()
+        os.mkfifo(partial / "FAILED.txt")
+        assert failure_of_partial(broken) is None
+    finally:
+        timer.cancel()

@@ -10,6 +10,8 @@ the archived runs as ``<method>-seed<n>.failed/`` (``failure.json``: the run fin
 the error, the rounds kept; ``rows.jsonl``: those rounds' metrics), so that a fresh clone's
 report says the same. A record whose fingerprint is not the unit's (the config changed
 since) is ignored. A failure record is not a finished run: nothing reuses or counts it.
+Every file here is read only when it is a regular file (``atomic.regular_file``): a FIFO in
+its place would block the report forever.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import re
 import shutil
 from pathlib import Path
 from typing import List, Optional
+
+from ..atomic import regular_file
 
 FAILED = "FAILED.txt"             # the traceback, in the unit's .partial folder
 RECORD = "failure.json"           # in an archived failure record
@@ -34,7 +38,7 @@ def _rows(path: Path) -> List[dict]:
     """The metrics rows of a rows file that parse (a line cut by a kill ends the list)."""
     rows = []
     try:
-        lines = path.read_text().splitlines()
+        lines = regular_file(path).read_text().splitlines()
     except (OSError, UnicodeDecodeError):
         return rows
     for line in lines:
@@ -64,7 +68,7 @@ def failure_of_partial(unit) -> Optional[dict]:
     from ..engine.fingerprint import run_fingerprint
     partial = _partial(unit)
     try:
-        text = (partial / FAILED).read_text(errors="replace")
+        text = regular_file(partial / FAILED).read_text(errors="replace")
     except OSError:
         return None
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -81,7 +85,7 @@ def archived_failure(unit, dest: Path) -> Optional[dict]:
     from ..engine.fingerprint import run_fingerprint
     folder = dest.with_name(dest.name + SUFFIX)
     try:
-        record = json.loads((folder / RECORD).read_text())
+        record = json.loads(regular_file(folder / RECORD).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or \
