@@ -114,6 +114,9 @@ NOT_IN_A_REPORT = {
     "48.45 ± 5.55": "PFA, cnn2_same, earlier projection",
     # and with cnn2, public rows noised by their share: 19be434's ablations/report.md
     "69.10 ± 0.62": "PFA share noise, cnn2, earlier projection",
+    # Table IV 1:2:3 GDPFed+ with cnn2 in its first runs (host not recorded): 541b631's
+    # table4/report.md; the archived runs made on 2026-11-29 give 73.75 ± 0.49
+    "73.76 ± 0.48": "Table IV 1:2:3 GDPFed+, cnn2, first runs",
 }
 
 
