@@ -55,6 +55,7 @@ REDRAWN = [
     ("runs/gdpfed/reports/paper-fmnist/table4", "runs/gdpfed/table4.toml"),
     ("runs/gdpfed/reports/paper-fmnist/table6", "runs/gdpfed/table6.toml"),
     ("runs/gdpfed/reports/paper-fmnist/table7", "runs/gdpfed/table7.toml"),
+    ("runs/gdpfed/reports/paper-fmnist/table8", "runs/gdpfed/table8.toml"),
     ("runs/gdpfed/reports/paper-fmnist/canary-audit",
      "runs/gdpfed/ablations/fmnist-table2-canaries.toml"),
     ("runs/gdpfed/reports/shakespeare-model-seed0",
@@ -74,7 +75,7 @@ def test_every_fully_archived_report_is_redrawn():
     data sets at its scale as the report counts complete (report.evidence); each such report
     is in REDRAWN."""
     fully = [(r.folder, r.config) for r in committed_reports(ROOT) if r.redrawn]
-    assert len(fully) >= 28
+    assert len(fully) >= 29
     assert sorted(fully) == sorted(REDRAWN)
 
 
@@ -108,6 +109,17 @@ def test_a_report_is_redrawn_only_when_the_runs_of_its_own_data_sets_are_archive
     assert found["FMNIST"].missing_training_s == 7200
     assert (found["Shakespeare"].archived, found["Shakespeare"].redrawn) == (2, True)
     assert found["Shakespeare"].missing_training_s == 0
+    heads = [line for line in evidence.evidence_markdown(tmp_path).splitlines()
+             if line.startswith("### ")]
+    assert heads == ["### Scale `paper`: 1 of 2 reports redrawn from their archived runs; "
+                     "the others' runs not yet archived took 2.0 h of training when they "
+                     "were made"]
+    for seed in (0, 1):                          # FMNIST's too: nothing left to archive
+        run = tmp_path / f"runs/archive/t/paper/FMNIST/m-seed{seed}"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text("{}")
+    assert "### Scale `paper`: 2 of 2 reports redrawn from their archived runs\n" in \
+        evidence.evidence_markdown(tmp_path)
 
 
 def _only(report: str, config: str) -> list:
@@ -148,11 +160,11 @@ def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, cap
     """In a fresh clone the row's command of a report whose runs are not archived says, in one
     line, which committed report was made from them (and it is not an error to ask)."""
     from tff_idp.report.cli import main
-    waiting = [r for r in committed_reports(ROOT) if r.scale == "paper" and not r.redrawn]
+    waiting = [r for r in committed_reports(ROOT) if not r.redrawn]    # smoke ones, now
     if not waiting:
-        pytest.skip("every committed paper-scale report is redrawn from its archived runs")
+        pytest.skip("every committed report is redrawn from its archived runs")
     report = min(waiting, key=lambda r: r.total)
-    main([str(ROOT / report.config), "--scale", "paper", "--output-dir",
+    main([str(ROOT / report.config), "--scale", report.scale, "--output-dir",
           str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")])
     said = [line for line in capsys.readouterr().err.splitlines()
             if f"{report.folder}/report.md" in line]

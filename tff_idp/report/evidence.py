@@ -111,11 +111,14 @@ def evidence_markdown(root: Path) -> str:
         done = [r for r in these if r.redrawn]
         missing = [r.missing_training_s for r in these if not r.redrawn]
         known = [s for s in missing if s is not None]
-        lines += ["", f"### Scale `{scale}`: {len(done)} of {len(these)} reports redrawn from "
-                  f"their archived runs; the others' runs not yet archived took "
-                  f"{_hours(sum(known))} h of training when they were made"
-                  + (f" ({len(missing) - len(known)} without a recorded time)"
-                     if len(known) < len(missing) else ""), ""]
+        head = f"### Scale `{scale}`: {len(done)} of {len(these)} reports redrawn from " \
+            "their archived runs"
+        if missing:
+            head += (f"; the others' runs not yet archived took {_hours(sum(known))} h of "
+                     "training when they were made"
+                     + (f" ({len(missing) - len(known)} without a recorded time)"
+                        if len(known) < len(missing) else ""))
+        lines += ["", head, ""]
         rows = [[f"[{Path(r.folder).relative_to('runs')}](../{Path(r.folder).relative_to('runs')}"
                  "/report.md)",
                  f"`{r.config}`", f"{r.complete} / {r.total}", str(r.archived),
