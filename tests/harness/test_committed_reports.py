@@ -4,8 +4,7 @@ without training, to the same numbers: report.csv, curves.csv (and claims.csv wh
 has claims) and report.md byte for byte."""
 from __future__ import annotations
 
-import csv
-import re
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -132,23 +131,28 @@ def test_a_report_is_redrawn_only_when_the_runs_of_its_own_data_sets_are_archive
         evidence.evidence_markdown(tmp_path)
 
 
-def _only(report: str, config: str) -> list:
+@functools.lru_cache(maxsize=None)
+def _committed() -> dict:
+    """{folder: CommittedReport} of the repository (its scale and data sets, as the archive
+    list reads them from report.md and report.csv)."""
+    return {r.folder: r for r in committed_reports(ROOT)}
+
+
+def _only(found, config: str) -> list:
     """``--only LABELS`` when the committed report covers some of its config's data sets
     (Table II's FMNIST column is one report, its Shakespeare column another), else []."""
     from tff_idp.harness.table import load_table
-    with open(ROOT / report / "report.csv") as f:
-        labels = sorted({row["dataset"] for row in csv.DictReader(f)})
     every = load_table(str(ROOT / config)).datasets
-    return [] if set(labels) == set(every) else ["--only", ",".join(labels)]
+    return [] if set(found.datasets) == set(every) else ["--only", ",".join(found.datasets)]
 
 
 @pytest.mark.parametrize("report, config", REDRAWN, ids=[r.split("/")[-1] for r, _ in REDRAWN])
 def test_a_committed_report_is_redrawn_from_its_archived_runs(report, config, tmp_path):
-    scale = re.search(r"^Scale `(\w+)`:", (ROOT / report / "report.md").read_text(), re.M)[1]
+    found = _committed()[report]
     run = subprocess.run(
-        [sys.executable, "-m", "tff_idp.report", config, "--scale", scale,
+        [sys.executable, "-m", "tff_idp.report", config, "--scale", found.scale,
          "--output-dir", str(tmp_path / "results"), "--report-dir", str(tmp_path / "report"),
-         *_only(report, config)],
+         *_only(found, config)],
         capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "archived" in run.stdout + run.stderr      # it says where the runs came from
