@@ -185,3 +185,20 @@ def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, cap
             if f"{report.folder}/report.md" in line]
     assert len(said) == 1 and ("neither here nor archived" in said[0] or
                                said[0].startswith("error: no run of")), said
+
+
+def test_a_report_with_overrides_points_to_no_committed_report(tmp_path, capsys):
+    """With --set the runs asked for are not those of a committed report (made without it):
+    the refusal names none, though the table's runs are archived, and its command to train
+    them carries the --set."""
+    from tff_idp.report.cli import main
+    config = "runs/dp_pfeddsu/table4.toml"
+    assert [r for r in committed_reports(ROOT) if r.config == config and r.scale == "smoke"]
+    assert main([str(ROOT / config), "--scale", "smoke", "--set", "delta=1e-6", "--output-dir",
+                 str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")]) == 1
+    said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(said) == 1 and said[0].startswith("error: no run of dp-pfeddsu-table4"), said
+    assert "committed report" not in said[0], said[0]
+    assert said[0].endswith(f"(train them: python -m tff_idp.run {ROOT / config} --scale smoke "
+                            "--set delta=1e-6)"), said[0]      # the runs asked for
+    assert not (tmp_path / "report").exists()

@@ -116,11 +116,28 @@ def _status(args) -> int:
 
 def _committed(args, spec) -> str:
     """Where the committed reports of this config at this scale are (the runs behind them not
-    being here: runs/archive/README.md says what is archived), or ""."""
+    being here: runs/archive/README.md says what is archived), or "". None with ``--set``:
+    the committed reports are made without it (their report.md names no override), so they
+    are not made from the runs asked for."""
     from .evidence import committed_for
+    if args.overrides:
+        return ""
     root = Path(__file__).resolve().parents[2]
     reports = committed_for(root, spec.path, args.scale, spec.datasets)
     return ", ".join(f"{r.folder}/report.md" for r in reports)
+
+
+def _run_command(args) -> str:
+    """The ``run`` command that trains the runs this report asks for (its --only, --methods
+    and --set included)."""
+    import shlex
+    words = ["python", "-m", "tff_idp.run", args.table, "--scale", args.scale]
+    for flag, value in (("--only", args.only), ("--methods", args.methods)):
+        if value:
+            words += [flag, value]
+    for item in args.overrides:
+        words += ["--set", item]
+    return shlex.join(words)
 
 
 def _report(args) -> int:
@@ -160,7 +177,7 @@ def _report(args) -> int:
     if spec.kind == "train" and not any(unit_complete(u) for u in units):
         print(f"error: no run of {spec.name} at scale {args.scale} is complete under "
               f"{spec.out_root(args.scale, args.output_dir)}; nothing to report (train them: "
-              f"python -m tff_idp.run {args.table} --scale {args.scale})"
+              f"{_run_command(args)})"
               + (f"; the committed report made from runs not archived: {committed}"
                  if (committed := _committed(args, spec)) else ""), file=sys.stderr)
         return 1
@@ -174,7 +191,7 @@ def _report(args) -> int:
     if missing and (committed := _committed(args, spec)):
         print(f"note: {missing} of {len(units)} runs are neither here nor archived "
               f"(runs/archive/README.md); the committed report made from them: {committed}; "
-              f"to make them here: python -m tff_idp.run {args.table} --scale {args.scale}",
+              f"to make them here: {_run_command(args)}",
               file=sys.stderr)
     if args.archive:
         from ..harness.archive import archive_root, archive_runs
