@@ -171,20 +171,35 @@ def test_a_committed_report_is_redrawn_from_its_archived_runs(report, config, tm
         run.stdout
 
 
-def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, capsys):
+def test_a_report_of_runs_not_archived_points_to_the_committed_one(tmp_path, capsys,
+                                                                  monkeypatch):
     """In a fresh clone the row's command of a report whose runs are not archived says, in one
-    line, which committed report was made from them (and it is not an error to ask)."""
-    from tff_idp.report.cli import main
-    waiting = [r for r in committed_reports(ROOT) if not r.redrawn]    # smoke ones, now
-    if not waiting:
-        pytest.skip("every committed report is redrawn from its archived runs")
-    report = min(waiting, key=lambda r: r.total)
-    main([str(ROOT / report.config), "--scale", report.scale, "--output-dir",
-          str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")])
-    said = [line for line in capsys.readouterr().err.splitlines()
-            if f"{report.folder}/report.md" in line]
-    assert len(said) == 1 and ("neither here nor archived" in said[0] or
-                               said[0].startswith("error: no run of")), said
+    line, which committed report was made from them (and it is not an error to ask). On a
+    repository made here (this one's reports may all be archived): a table config under
+    runs/, its empty archive, and a committed report of it at smoke scale."""
+    from tff_idp.report import cli
+    repo = tmp_path / "repo"
+    (repo / "runs" / "archive").mkdir(parents=True)
+    (repo / "runs" / "t.toml").write_text((ROOT / "runs/dp_pfeddsu/table4.toml").read_text())
+    committed = repo / "runs" / "reports" / "t-smoke"
+    committed.mkdir(parents=True)
+    (committed / "report.md").write_text(
+        "# t\n\nSource: Paper 001 Table IV. Config: `runs/t.toml`.\n\n"
+        "Scale `smoke`: 9 of 9 runs complete. Each cell: ours.\n")
+    (committed / "report.csv").write_text("dataset,column,method\nCIFAR-10 s=10,none,centaur\n")
+    monkeypatch.setattr(cli, "REPOSITORY", repo)
+    [found] = committed_reports(repo)
+    assert (found.scale, found.archived, found.redrawn) == ("smoke", 0, False)
+    assert cli.main([str(repo / "runs" / "t.toml"), "--scale", "smoke", "--output-dir",
+                     str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")]) == 1
+    said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(said) == 1 and said[0].startswith("error: no run of dp-pfeddsu-table4"), said
+    assert said[0].endswith("; the committed report made from runs not archived: "
+                            "runs/reports/t-smoke/report.md"), said[0]
+    # a report of other data sets is not pointed to
+    assert cli.main([str(repo / "runs" / "t.toml"), "--scale", "smoke", "--only", "CIFAR-10 s=5",
+                     "--output-dir", str(tmp_path / "results")]) == 1
+    assert "committed report" not in capsys.readouterr().err
 
 
 def test_a_report_with_overrides_points_to_no_committed_report(tmp_path, capsys):

@@ -29,6 +29,8 @@ from .document import main_table, report_dir, write_report
 from .figures import plot_convergence
 from .runs import CURVES, cells_from_curves
 
+REPOSITORY = Path(__file__).resolve().parents[2]     # its README, runs/ and committed reports
+
 
 def main(argv=None) -> int:
     from ..runtime import quiet_tf_logs
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
 def _status(args) -> int:
     """``--status``: the README's status table, printed (or written into README.md)."""
     from .status import status_markdown, write_into
-    root = Path(__file__).resolve().parents[2]
+    root = REPOSITORY
     if not args.status:
         print("error: --write: only with --status", file=sys.stderr)
         return 2
@@ -122,8 +124,7 @@ def _committed(args, spec) -> str:
     from .evidence import committed_for
     if args.overrides:
         return ""
-    root = Path(__file__).resolve().parents[2]
-    reports = committed_for(root, spec.path, args.scale, spec.datasets)
+    reports = committed_for(REPOSITORY, spec.path, args.scale, spec.datasets)
     return ", ".join(f"{r.folder}/report.md" for r in reports)
 
 
