@@ -289,6 +289,17 @@ def test_status_tells_running_from_stalled_by_the_heartbeat(table):
     os.utime(beat, (old, old))
     os.utime(partial, (old, old))
     assert folder_state(unit) == "running"
+    # no heartbeat, or one whose fields are no numbers: the folder's times alone decide
+    for text in (None, json.dumps({"time": "soon", "round_seconds": 2400.0}), "[]"):
+        if text is None:
+            beat.unlink()
+        else:
+            beat.write_text(text)
+            os.utime(beat, (old, old))
+        os.utime(partial, (old, old))
+        assert folder_state(unit) == "stalled", text
+    os.utime(partial)                                   # the folder touched just now
+    assert folder_state(unit) == "running"
 
 
 def _fake_result(unit, accuracy, curve, timing=None, privacy=None):

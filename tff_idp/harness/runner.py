@@ -221,12 +221,13 @@ def folder_state(unit: Unit) -> str:
         return "failed"
     latest = max([p.stat().st_mtime for p in partial.iterdir()] + [partial.stat().st_mtime])
     window = 600.0
-    beat = read_heartbeat(partial)    # written every round (engine.checkpoint)
-    try:
-        latest = max(latest, float(beat["time"]))
-        window = max(window, 3.0 * float(beat["round_seconds"]) + 60.0)
-    except (ValueError, KeyError, TypeError):
-        pass
+    beat = read_heartbeat(partial)    # written every round (engine.checkpoint); a dict or None
+    if beat is not None:
+        try:
+            latest = max(latest, float(beat["time"]))
+            window = max(window, 3.0 * float(beat["round_seconds"]) + 60.0)
+        except (ValueError, KeyError, TypeError):    # a field missing or not a number
+            pass
     return "running" if time.time() - latest < window else "stalled"
 
 
