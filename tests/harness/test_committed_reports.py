@@ -67,6 +67,7 @@ REDRAWN = [
      "runs/gdpfed/ablations/shakespeare-table2-seed0.toml"),
     ("runs/ms_pafl/reports/fmnist/figure2", "runs/ms_pafl/fmnist/figure2.toml"),
     ("runs/idp_fedavg/smoke-reports/table1", "runs/idp_fedavg/table1.toml"),
+    ("runs/dp_pfeddsu/smoke-reports/table2", "runs/dp_pfeddsu/table2.toml"),
     ("runs/gdpfed/smoke-reports/table8", "runs/gdpfed/table8.toml"),
     ("runs/dp_pfeddsu/smoke-reports/table6", "runs/dp_pfeddsu/table6.toml"),
     ("runs/dp_pfeddsu/smoke-reports/table3", "runs/dp_pfeddsu/table3.toml"),
@@ -87,7 +88,7 @@ def test_every_fully_archived_report_is_redrawn():
     data sets at its scale as the report counts complete (report.evidence); each such report
     is in REDRAWN."""
     fully = [(r.folder, r.config) for r in committed_reports(ROOT) if r.redrawn]
-    assert len(fully) >= 41
+    assert len(fully) >= 42
     assert sorted(fully) == sorted(REDRAWN)
 
 
@@ -220,3 +221,11 @@ def test_a_report_with_overrides_points_to_no_committed_report(tmp_path, capsys)
     assert said[0].endswith(f"(train them: python -m tff_idp.run {ROOT / config} --scale smoke "
                             "--set delta=1e-6)"), said[0]      # the runs asked for
     assert not (tmp_path / "report").exists()
+
+
+def test_every_committed_report_keeps_its_curves():
+    """docs/tables.md: every committed report of trained runs keeps curves.csv, from which
+    `report --replot` redraws its convergence figure without the runs."""
+    reports = committed_reports(ROOT)
+    assert len(reports) >= 42
+    assert [r.folder for r in reports if not (ROOT / r.folder / "curves.csv").is_file()] == []
