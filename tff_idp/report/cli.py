@@ -117,14 +117,15 @@ def _status(args) -> int:
 
 
 def _committed(args, spec) -> str:
-    """Where the committed reports of this config at this scale are (the runs behind them not
-    being here: runs/archive/README.md says what is archived), or "". None with ``--set``:
-    the committed reports are made without it (their report.md names no override), so they
-    are not made from the runs asked for."""
+    """Where the committed reports of this config at this scale are whose runs are not all
+    archived (runs/archive/README.md says which), or "": a report redrawn from its archived
+    runs holds no run that is missing here. None with ``--set``: the committed reports are
+    made without it (their report.md names no override), so not from the runs asked for."""
     from .evidence import committed_for
     if args.overrides:
         return ""
-    reports = committed_for(REPOSITORY, spec.path, args.scale, spec.datasets)
+    reports = [r for r in committed_for(REPOSITORY, spec.path, args.scale, spec.datasets)
+               if not r.redrawn]
     return ", ".join(f"{r.folder}/report.md" for r in reports)
 
 
