@@ -87,7 +87,7 @@ def test_every_fully_archived_report_is_redrawn():
     """A report counts as fully archived when the archive holds as many runs of its table and
     data sets at its scale as the report counts complete (report.evidence); each such report
     is in REDRAWN."""
-    fully = [(r.folder, r.config) for r in committed_reports(ROOT) if r.redrawn]
+    fully = [(r.folder, r.config) for r in _committed().values() if r.redrawn]
     assert len(fully) >= 42
     assert sorted(fully) == sorted(REDRAWN)
 
@@ -214,7 +214,7 @@ def test_a_report_with_overrides_points_to_no_committed_report(tmp_path, capsys)
     them carries the --set."""
     from tff_idp.report.cli import main
     config = "runs/dp_pfeddsu/table4.toml"
-    assert [r for r in committed_reports(ROOT) if r.config == config and r.scale == "smoke"]
+    assert [r for r in _committed().values() if r.config == config and r.scale == "smoke"]
     assert main([str(ROOT / config), "--scale", "smoke", "--set", "delta=1e-6", "--output-dir",
                  str(tmp_path / "results"), "--report-dir", str(tmp_path / "report")]) == 1
     said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
@@ -228,6 +228,6 @@ def test_a_report_with_overrides_points_to_no_committed_report(tmp_path, capsys)
 def test_every_committed_report_keeps_its_curves():
     """docs/tables.md: every committed report of trained runs keeps curves.csv, from which
     `report --replot` redraws its convergence figure without the runs."""
-    reports = committed_reports(ROOT)
+    reports = list(_committed().values())
     assert len(reports) >= 42
     assert [r.folder for r in reports if not (ROOT / r.folder / "curves.csv").is_file()] == []
