@@ -5,6 +5,7 @@ other runner: these functions take and return flat lists of tensors and never to
 """
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -35,6 +36,16 @@ def _normal(shape, dtype, stddev, seed, index, stream):
     """N(0, stddev^2) of ``shape`` for tensor ``index`` of a draw from ``seed`` (int32[2])."""
     s = tf.random.experimental.stateless_fold_in(seed, index + stream * (1 << 20))
     return tf.random.stateless_normal(shape, s, dtype=dtype) * stddev
+
+
+def secret_seed():
+    """int32[2]: a fresh noise seed drawn from the operating system's entropy, inside the
+    TensorFlow computation that calls it (a random op with both seeds 0 seeds itself from the
+    OS, whatever global seed the caller set): nobody can compute it from public values, and
+    no two clients, rounds or processes share one. The default source of every noise draw
+    the library makes (docs/privacy.md, "Who can predict the noise")."""
+    return tf.raw_ops.RandomUniformInt(shape=tf.constant([2]), minval=np.int32(-2**31),
+                                       maxval=np.int32(2**31 - 1), seed=0, seed2=0)
 
 
 def gaussian_noise_like(tensors, stddev, seed, stream: int = 0):

@@ -145,3 +145,62 @@ def test_dp_event_is_the_accountants_input():
     acc = make_accountant("rdp")
     acc.compose(learning.dp_event(2.0, 0.1, 10))
     assert 0 < acc.get_epsilon(1e-5) < 5
+
+
+def test_two_fresh_server_draw_processes_give_uncorrelated_noise():
+    """Issue 75, item 1: with the default arguments the server draws from a secret seed, so
+    two processes (two deployments, or an observer's copy of the code) do not share noise in
+    the same round; a fixed ``noise_seed`` (simulation only) makes it reproducible."""
+    a, _ = _changes(learning.dp_aggregator(2.0, CLIENTS, clip=0.5, noise_draw="server"),
+                    rounds=1)
+    b, _ = _changes(learning.dp_aggregator(2.0, CLIENTS, clip=0.5, noise_draw="server"),
+                    rounds=1)
+    assert a[0].size >= 10_000
+    assert abs(np.corrcoef(a[0], b[0])[0, 1]) < 0.1
+    fixed = [_changes(learning.dp_aggregator(2.0, CLIENTS, clip=0.5, noise_draw="server",
+                                             noise_seed=7), rounds=1)[0][0]
+             for _ in range(2)]
+    # the same noise (the changes differ in the last bit: each process initialises its
+    # own random model, and a change is new weights minus old)
+    np.testing.assert_allclose(fixed[0], fixed[1], atol=1e-6)
+
+
+def _empty_round(noise_seed=None, noise_draw="client"):
+    """An aggregation round with no client: the server's draw on the zero sum, over the
+    expected cohort (GroupGaussianQuery's empty-round noise)."""
+    agg = learning.dp_aggregator(2.0, CLIENTS, clip=0.5, noise_draw=noise_draw,
+                                 noise_seed=noise_seed)
+    process = agg.create(tff.types.tensorflow_to_type(tf.TensorSpec([10_000], tf.float32)))
+    return np.asarray(process.next(process.initialize(), []).result)
+
+
+def _public_draw(seed):
+    """What an observer computes from (noise_seed, round) with the library's own code."""
+    from tff_idp import dpmath
+    noise = dpmath.gaussian_noise_like([tf.zeros([10_000])], 1.0,
+                                       tf.constant([seed, 0], tf.int32))[0]
+    return noise.numpy() * 2.0 * 0.5 / CLIENTS
+
+
+@pytest.mark.parametrize("noise_draw", ["client", "server"])
+def test_an_empty_rounds_noise_cannot_be_computed_from_public_values(noise_draw):
+    """The empty round is noised (docs/privacy.md), and its noise is not the public function
+    of (seed, round) an observer could recompute: with a fixed seed it is exactly that (the
+    observer's computation is the right one), by default it is not, and two processes'
+    empty rounds are uncorrelated."""
+    fixed = _empty_round(noise_seed=0, noise_draw=noise_draw)
+    np.testing.assert_allclose(fixed, _public_draw(0), rtol=1e-5, atol=1e-7)
+    secret, other = _empty_round(noise_draw=noise_draw), _empty_round(noise_draw=noise_draw)
+    assert np.std(secret) == pytest.approx(2.0 * 0.5 / CLIENTS, rel=0.05)
+    for seed in (0, 1, 42):
+        assert abs(np.corrcoef(secret, _public_draw(seed))[0, 1]) < 0.1
+    assert abs(np.corrcoef(secret, other)[0, 1]) < 0.1
+
+
+def test_noise_seed_is_checked_in_one_line():
+    for value, needle in (("x", "noise_seed='x': must be None"),
+                          (2**40, "noise_seed=1099511627776: must fit in int32"),
+                          (True, "noise_seed=True")):
+        with pytest.raises((TypeError, ValueError)) as e:
+            learning.dp_aggregator(1.0, CLIENTS, noise_seed=value)
+        assert needle in str(e.value) and "\n" not in str(e.value)

@@ -135,7 +135,8 @@ def test_a_missing_group_is_refused_by_the_process_type():
     (dict(plan="gdpfed"), TypeError, "plan='gdpfed': must be a tff_idp.learning.GroupDPPlan"),
     (dict(client_optimizer_fn=0.1), TypeError, "client_optimizer_fn=0.1: must be a "
      "tff.learning.optimizers.Optimizer"),
-    (dict(noise_seed=1.5), TypeError, "noise_seed=1.5: must be an integer"),
+    (dict(noise_seed=1.5), TypeError,
+     "noise_seed=1.5: must be None (a secret seed, the default) or an integer"),
 ])
 def test_bad_arguments_are_one_line_naming_them(kwargs, error, needle):
     args = dict(model_fn=_model_fn, client_optimizer_fn=tff.learning.optimizers.build_sgdm(LR),

@@ -25,12 +25,23 @@ Who draws the noise (``noise_draw``):
   Against the server the guarantee needs secure aggregation of the sums:
   ``record_aggregation_factory=tff.aggregators.SecureSumFactory(...)`` sums the noised
   records with TFF's secure sum (None: ``federated_sum``, which simulates one).
-- ``"server"``: the server draws N(0, (z C)^2) once per round from the seed (``noise_seed``,
-  round): reproducible, but the server can remove it, so the guarantee holds only against
-  those who see the released models (a trusted server).
+- ``"server"``: the server draws N(0, (z C)^2) once per round, so the server can remove
+  it: the guarantee holds only against those who see the released models (a trusted
+  server).
 
-Nothing else leaves the clients: no loss, norm or clipping statistic (the measurements are
-the cohort, the noise std, the kept fraction and the clip). The epsilon of a run:
+Who can predict the noise (``noise_seed``): by default nobody. Every draw the server makes
+(all of the noise with ``"server"``; an empty cohort's with ``"client"``) takes a fresh seed
+from the operating system's entropy (:func:`~tff_idp.dpmath.secret_seed`), as the clients'
+draws do. ``noise_seed=<int32>`` makes those draws the public function (noise_seed, round):
+reproducible, for simulation only. Whoever knows that seed subtracts the noise from a
+released model and recovers the exact clipped mean, and recognises an empty round exactly,
+so with a fixed seed every guarantee holds only while the seed is kept secret.
+
+Nothing else leaves the clients through this aggregator: no loss, norm or clipping
+statistic (the measurements are the cohort, the noise std, the kept fraction and the clip).
+Stock FedAvg has a second channel, its ``metrics_aggregator``, which by default sums each
+client's loss, example and batch counts un-noised: pass :func:`private_metrics_aggregator`
+(``tff_idp.learning.metrics``) to release none of them. The epsilon of a run:
 ``dp_event(...)`` gives its dp-accounting event for any accountant.
 """
 from __future__ import annotations
@@ -42,6 +53,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from .. import dpmath
 from ..aggregators import GroupGaussianFactory
 from ..queries import AdaptiveClipping
 from ..runtime import import_tff
@@ -54,7 +66,7 @@ NOISE_DRAWS = {"client": "client", "server": "group"}      # ours -> the factory
 def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float = 1.0,
                   keep_fraction: float = 1.0,
                   adaptive_clipping: Optional[AdaptiveClipping] = None,
-                  noise_draw: str = "client", noise_seed: int = 0,
+                  noise_draw: str = "client", noise_seed: Optional[int] = None,
                   record_aggregation_factory=None):
     """A client-level Gaussian DP aggregator for stock ``tff.learning`` algorithms (module
     docstring). ``noise_multiplier`` z (noise std / clip); ``clients_per_round`` the expected
@@ -66,7 +78,10 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     noise covers: DP averages clients uniformly).
     ``record_aggregation_factory``: how the noised records are summed, e.g.
     ``tff.aggregators.SecureSumFactory`` (as TFF's ``DifferentiallyPrivateFactory``; None:
-    ``federated_sum``). Wrong types or values are one-line errors naming the argument."""
+    ``federated_sum``). ``noise_seed``: None (the default) draws the server's noise from a
+    secret seed; an int32 fixes it for a reproducible simulation, and the guarantee then
+    holds only while that seed is secret (module docstring). Wrong types or values are
+    one-line errors naming the argument."""
     for name, value in (("noise_multiplier", noise_multiplier),
                         ("clients_per_round", clients_per_round), ("clip", clip),
                         ("keep_fraction", keep_fraction)):
@@ -81,6 +96,7 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
         raise ValueError(f"keep_fraction={keep_fraction!r}: must be in (0, 1]")
     if noise_draw not in NOISE_DRAWS:
         raise ValueError(f"noise_draw={noise_draw!r}: must be 'client' or 'server'")
+    check_noise_seed(noise_seed)
     if adaptive_clipping is not None and not isinstance(adaptive_clipping, AdaptiveClipping):
         raise TypeError(f"adaptive_clipping={adaptive_clipping!r}: must be a "
                         "tff_idp.queries.AdaptiveClipping or None")
@@ -136,12 +152,15 @@ def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
         sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), rounds)
 
 
-def os_seed():
-    """int32[2]: a fresh noise seed drawn from the operating system's entropy, inside the
-    TensorFlow computation that calls it (a random op with both seeds 0 seeds itself from the
-    OS, whatever global seed the caller set): no two clients and no two rounds share one."""
-    return tf.raw_ops.RandomUniformInt(shape=tf.constant([2]), minval=np.int32(-2**31),
-                                       maxval=np.int32(2**31 - 1), seed=0, seed2=0)
+def check_noise_seed(noise_seed) -> None:
+    """``noise_seed`` is None (a secret seed) or an int32, else a one-line error naming it."""
+    if noise_seed is None:
+        return
+    if isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer)):
+        raise TypeError(f"noise_seed={noise_seed!r}: must be None (a secret seed, the "
+                        "default) or an integer")
+    if not -2**31 <= noise_seed < 2**31:
+        raise ValueError(f"noise_seed={noise_seed!r}: must fit in int32")
 
 
 def restore_container(value_type, result_type):
@@ -172,7 +191,7 @@ def tagged_type(value_type, num_groups: int):
 
 class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
     """The bare model delta through a one-group :class:`GroupGaussianFactory`: each client
-    tags its update with the group and a fresh seed (:func:`os_seed`), and the result is
+    tags its update with the group and a fresh seed (:func:`~tff_idp.dpmath.secret_seed`), and the result is
     put back in the delta's own container type (what ``tff.learning`` checks)."""
 
     def __init__(self, inner: GroupGaussianFactory):
@@ -183,7 +202,7 @@ class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
 
         @tff.tensorflow.computation(value_type)
         def tag(update):
-            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=os_seed())
+            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=dpmath.secret_seed())
 
         as_value_type = restore_container(value_type,
                                           inner.next.type_signature.result.result.member)

@@ -61,12 +61,15 @@ class GroupDPPlan:
     def noise_multipliers(self) -> List[float]:
         return list(self.plan.noise_multipliers)
 
-    def aggregation_factory(self, noise_seed: int = 0, record_aggregation_factory=None):
+    def aggregation_factory(self, noise_seed: Optional[int] = None,
+                            record_aggregation_factory=None):
         """The method's aggregation factory (the one the suite's rounds use, built by its
-        plug-in in ``tff_idp.methods``), on tagged ``(update, group, seed)`` values."""
+        plug-in in ``tff_idp.methods``), on tagged ``(update, group, seed)`` values.
+        ``noise_seed``: None draws the server's noise from a secret seed; an int32 fixes it
+        (simulation only: ``tff_idp.learning.dp_aggregator``)."""
         from ..methods import METHODS
         factory = METHODS[self.method].aggregation_factory(self.plan, self.config,
-                                                            int(noise_seed))
+                                                            noise_seed)
         if record_aggregation_factory is not None:
             if not hasattr(factory, "record_aggregation_factory"):
                 raise ValueError(f"record_aggregation_factory: {self.method} with "

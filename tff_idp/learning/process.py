@@ -7,7 +7,7 @@ composes, with ``tff.learning.templates.compose_learning_process``:
 - a client work that trains the ``tff.learning`` model on the client's batches with the
   client optimizer (GDPFed Alg. 1 lines 7-10) and sends its model change Delta tagged with
   its aggregation group (one-hot) and a noise seed drawn from the operating system in the
-  client (:func:`~tff_idp.learning.aggregator.os_seed`): nothing else leaves the client (no
+  client (:func:`~tff_idp.dpmath.secret_seed`): nothing else leaves the client (no
   loss or metric: un-noised client statistics, ``tff_idp.privacy.threat_model``);
 - the method's aggregation factory, the one the suite's own rounds use (clip, noise, group
   sums, Top_k, reweighting: lines 12-19; ``GroupDPPlan.aggregation_factory``), as TFF's
@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Mapping
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
-from .aggregator import os_seed, restore_container
+from .. import dpmath
+from .aggregator import check_noise_seed, restore_container
 from .plan import GroupDPPlan
 
 tff = import_tff()
@@ -146,7 +148,7 @@ def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights
                 delta = tf.nest.map_structure(lambda v, t: v - t, weights.trainable,
                                               initial.trainable)
                 one_hot = tf.one_hot(tf.gather(to_aggregation, group), num_aggregation)
-            return collections.OrderedDict(update=delta, group=one_hot, seed=os_seed())
+            return collections.OrderedDict(update=delta, group=one_hot, seed=dpmath.secret_seed())
 
         tagged = train(hparams, initial, data)
         return tff.learning.templates.ClientResult(update=tagged,
@@ -231,7 +233,7 @@ def build_finalizer(server_optimizer, weights_type):
 
 
 def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=None, *,
-                           plan: GroupDPPlan, noise_seed: int = 0,
+                           plan: GroupDPPlan, noise_seed: Optional[int] = None,
                            record_aggregation_factory=None):
     """A ``tff.learning.templates.LearningProcess`` running ``plan``'s method (module
     docstring): ``initialize``, ``next(state, client_datasets)``, ``get_model_weights``,
@@ -242,8 +244,9 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
     ``input_spec`` is a mapping; ``client_optimizer_fn`` / ``server_optimizer_fn``: a
     ``tff.learning.optimizers.Optimizer`` or a function returning one (server default:
     SGD at 1.0, Alg. 1 line 19); ``plan``: :func:`~tff_idp.learning.plan_from_budgets`;
-    ``noise_seed``: the seed of the server's draws (``noise_draw="group"`` plans, empty
-    groups); ``record_aggregation_factory``: how the noised records are summed (e.g.
+    ``noise_seed``: the server's draws (``noise_draw="group"`` plans, empty groups) come
+    from a secret seed by default; an int32 fixes them for a reproducible simulation, and
+    every guarantee then holds only while that seed is secret; ``record_aggregation_factory``: how the noised records are summed (e.g.
     ``tff.aggregators.SecureSumFactory``). PFA's public rows need each cohort client's row
     among the round's public clients, which a client cannot know: PFA is refused here (its
     runs go through ``tff_idp.run``)."""
@@ -253,8 +256,7 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
     if plan.plan.public_group is not None:
         raise ValueError(f"plan: {plan.method} sends its public clients' rows by slot, which "
                          "this process cannot assign; run it with python -m tff_idp.run")
-    if isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer)):
-        raise TypeError(f"noise_seed={noise_seed!r}: must be an integer")
+    check_noise_seed(noise_seed)
     client_optimizer = _optimizer("client_optimizer_fn", client_optimizer_fn)
     server_optimizer = _optimizer("server_optimizer_fn", server_optimizer_fn) \
         if server_optimizer_fn is not None else tff.learning.optimizers.build_sgdm(1.0)

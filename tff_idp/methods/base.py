@@ -139,10 +139,11 @@ class Method:
 
     # --- the aggregator: clip, noise, group sums (a TFF aggregation factory) ----------
 
-    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: int):
+    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: Optional[int]):
         """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``:
         GDPFed's group-wise Gaussian factory by default. ``noise_seed`` seeds the server's
-        draws when ``cfg.noise_draw == "group"``."""
+        draws (with ``cfg.noise_draw == "group"``, and empty groups): the simulator passes
+        one derived from the run's seed, for reproducibility; None draws a secret one."""
         from ..aggregators import GroupGaussianFactory
         return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
                                     plan.weights, plan.keep_fractions,

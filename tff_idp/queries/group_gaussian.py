@@ -75,7 +75,7 @@ class GroupGaussianQuery:
       keep_fractions: k_m/d of Top_k per group (defaults to 1: no sparsification).
       noise_draw: ``"client"`` (Alg. 1 line 13 as written: every client draws its share
         N(0, s_m^2 / k_m) from its own seed) or ``"group"`` (the server draws N(0, s_m^2) once
-        per group sum from a per-round seed ``(noise_seed, round)``). The noised group sums
+        per group sum, from a secret seed or ``(noise_seed, round)``). The noised group sums
         have the same distribution either way (a sum of k_m independent N(0, s_m^2/k_m) is
         N(0, s_m^2)), so a simulation's numbers are the same; "group" draws d numbers per
         group instead of d per client, which is most of a round's cost on a CPU. The threat
@@ -84,7 +84,13 @@ class GroupGaussianQuery:
         the papers' assumption; with "group" the server drew the noise and can subtract it,
         so the guarantee holds only against those who see the released model, with a
         trusted server (run summaries record ``privacy.guarantee.trusted_server``).
-      noise_seed: int32 base seed of the ``"group"`` draws.
+      noise_seed: the source of the server's draws (every group's noise with ``"group"``;
+        an empty group's and an empty round's with ``"client"``). None (the default): a
+        fresh seed from the operating system's entropy each round (``dpmath.secret_seed``),
+        which nobody can recompute. An int32: the seed (noise_seed, round), reproducible,
+        for simulation only: whoever knows it subtracts the noise from the released model
+        and recovers the exact clipped sum, so every guarantee then holds only while the
+        seed stays secret (the suite's simulator seeds from the run's seed, docs/privacy.md).
     """
 
     # an empty group's sum is released with its noise (module docstring); the round loop
@@ -95,8 +101,12 @@ class GroupGaussianQuery:
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  keep_fractions: Optional[Sequence[float]] = None,
                  adaptive: Optional[AdaptiveClipping] = None, noise_draw: str = "client",
-                 noise_seed: int = 0):
+                 noise_seed: Optional[int] = None):
         m = len(clips)
+        if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(
+                noise_seed, (int, np.integer)) or not -2**31 <= noise_seed < 2**31):
+            raise ValueError(f"noise_seed={noise_seed!r}: must be None (a secret seed) or "
+                             "an int32")
         if noise_draw not in NOISE_DRAWS:
             raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
         r = np.asarray(expected_cohorts, dtype=float)
@@ -113,7 +123,8 @@ class GroupGaussianQuery:
         private = np.asarray([s > 0 or not math.isinf(c) for c, s in zip(clips, noise_stddevs)])
         self.num_groups = m
         self.adaptive = adaptive
-        self.noise_draw, self.noise_seed = noise_draw, int(noise_seed)
+        self.noise_draw = noise_draw
+        self.noise_seed = None if noise_seed is None else int(noise_seed)
         self._params = collections.OrderedDict(
             clips=np.asarray(clips, np.float32),
             noise_stddevs=np.asarray(noise_stddevs, np.float32),
@@ -127,8 +138,9 @@ class GroupGaussianQuery:
                 count_stddev=np.float32(adaptive.count_stddev),
                 target_quantile=np.float32(adaptive.target_quantile),
                 clip_learning_rate=np.float32(adaptive.learning_rate))
-        # rounds aggregated so far: the seed of the server's draws (every group's noise with
-        # noise_draw="group"; an empty group's and an empty round's bit noise with "client")
+        # rounds aggregated so far: with a fixed noise_seed, the seed of the server's draws
+        # (every group's noise with noise_draw="group"; an empty group's and an empty
+        # round's bit noise with "client")
         self._params.update(round=np.float32(0))
 
     def initial_state_tensors(self):
@@ -210,7 +222,7 @@ class GroupGaussianQuery:
 
     def group_noised(self, sums, state, groups=None):
         """Each group sum ([M, ...] per tensor) plus N(0, s_m^2) per coordinate, drawn by the
-        server from the seed (noise_seed, round): the distribution the clients' shares give
+        server from a secret seed or (noise_seed, round): the distribution the clients' shares give
         it (Alg. 1 line 13 summed over the group). ``groups`` ([M] 0/1, default all): the
         groups to noise (with ``noise_draw="client"``, the empty ones)."""
         noise = self._on_shared(dpmath.gaussian_noise_like(sums, 1.0, self._round_seed(state)))
@@ -219,7 +231,10 @@ class GroupGaussianQuery:
                 for s, n in zip(sums, noise)]
 
     def _round_seed(self, state, stream: int = 0):
-        """int32[2] seed of the server's draws in this round (stream 1: the bit count's)."""
+        """int32[2] seed of the server's draws in this round (stream 1: the bit count's): a
+        fresh secret one without a fixed ``noise_seed`` (class docstring)."""
+        if self.noise_seed is None:
+            return dpmath.secret_seed()
         return tf.stack([tf.constant(self.noise_seed, tf.int32),
                          tf.cast(state["round"], tf.int32) + stream * (1 << 30)])
 

@@ -86,7 +86,8 @@ class PFAQuery(GroupGaussianQuery):
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
-                 pfa: PFAProjection = PFAProjection(), noise_seed: int = 0):
+                 pfa: PFAProjection = PFAProjection(),
+                 noise_seed: Optional[int] = None):
         super().__init__(clips, noise_stddevs, expected_cohorts, weights, None,
                          noise_seed=noise_seed)
         public_group, projected_group, rank, public_noise, projection = pfa
