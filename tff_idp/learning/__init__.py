@@ -2,7 +2,9 @@
 
 - :func:`dp_aggregator`: a client-level Gaussian DP aggregator for stock
   ``tff.learning.algorithms.build_unweighted_fed_avg`` / ``build_weighted_fed_avg``
-  (through ``tff.aggregators.as_weighted_aggregator``; ``aggregator``); :func:`dp_event`, :func:`dp_event_from_state` for dp-accounting.
+  (through ``tff.aggregators.as_weighted_aggregator``; ``aggregator``); :func:`dp_event`, :func:`dp_event_from_state` for dp-accounting;
+  :func:`private_metrics_aggregator` keeps stock FedAvg's un-noised training metrics at the
+  clients (``metrics``).
 - :func:`plan_from_budgets`: a group-DP method's per-group numbers from the budgets
   (``plan``); :func:`sample_cohort` samples a round's cohort as the plan assumes.
 - :func:`build_group_dp_fed_avg`: the method as a ``tff.learning`` ``LearningProcess``
@@ -10,9 +12,11 @@
 """
 from .aggregator import (DPAggregator, ExtractingDpEventFromInitialStateError, dp_aggregator,
                          dp_event, dp_event_from_state)
+from .metrics import private_metrics_aggregator
 from .plan import FEDAVG_FAMILY, GroupDPPlan, plan_from_budgets, sample_cohort
 from .process import GROUP, build_group_dp_fed_avg, with_group
 
-__all__ = ["DPAggregator", "ExtractingDpEventFromInitialStateError", "dp_aggregator", "dp_event", "dp_event_from_state", "FEDAVG_FAMILY", "GroupDPPlan",
-           "plan_from_budgets", "sample_cohort", "GROUP", "build_group_dp_fed_avg",
+__all__ = ["DPAggregator", "ExtractingDpEventFromInitialStateError", "dp_aggregator",
+           "dp_event", "dp_event_from_state", "private_metrics_aggregator", "FEDAVG_FAMILY",
+           "GroupDPPlan", "plan_from_budgets", "sample_cohort", "GROUP", "build_group_dp_fed_avg",
            "with_group"]
