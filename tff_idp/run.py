@@ -188,8 +188,9 @@ def summary_rows(summaries, reference=None):
 
 def audit_cell(observer: dict) -> str:
     """One observer's audit as the run table shows it: the estimate [its bootstrap interval]
-    / the lower bound (the audit's ceiling), and "cannot detect" where the ceiling is not
-    above the ledger's epsilon (docs/audit.md)."""
+    / the lower bound (the audit's ceiling), and its verdict on the ledger's epsilon
+    ("cannot detect" with the epsilon it would detect; docs/audit.md)."""
+    from .audit import bounds
     bound = observer["lower_bound"]
     interval = observer.get("one_shot_interval")
     est = f"{observer['one_shot_estimate']:.2g}"
@@ -198,10 +199,10 @@ def audit_cell(observer: dict) -> str:
     text = f"{est} / {bound['epsilon']:.2g}"
     if "ceiling" in bound:
         text += f" (max {bound['ceiling']:.3g})"
-    if bound.get("verdict") == "cannot detect":
-        text += " cannot detect"
-    elif bound.get("verdict") == "leak detected":
+    if bound.get("verdict") == bounds.LEAK:
         text += " LEAK"
+    elif "verdict" in bound:
+        text += " " + bounds.verdict_words(bound)
     return text
 
 

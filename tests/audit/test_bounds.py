@@ -215,8 +215,10 @@ def test_the_ceiling_and_the_verdicts():
     assert cannot["verdict"] == bounds.CANNOT_DETECT
     assert cannot["canaries_needed"]["canaries"] is None
     assert cannot["canaries_needed"]["largest_ceiling"] == pytest.approx(0.815, abs=2e-3)
-    assert best_lower_bound(noise, inserted, 1.07e-3, claimed_epsilon=0.3)["verdict"] == \
-        bounds.NO_LEAK
+    # below the ceiling (0.508 > 0.3) but without the power to see twice the claim
+    below = best_lower_bound(noise, inserted, 1.07e-3, claimed_epsilon=0.3)
+    assert below["verdict"] == bounds.CANNOT_DETECT and below["power_at_twice_claim"] < 0.8
+    assert "canaries_needed" not in below             # the ceiling is above the claim
     separated = np.where(inserted, 1.0, 0.0)
     assert best_lower_bound(separated, inserted, 1.07e-3, claimed_epsilon=0.3)["verdict"] == \
         bounds.LEAK
@@ -232,3 +234,55 @@ def test_bootstrap_interval_by_hand():
     a = bounds.bootstrap_interval(np.mean, [np.arange(50.0)], seed=3, level=0.5)
     assert a == bounds.bootstrap_interval(np.mean, [np.arange(50.0)], seed=3, level=0.5)
     assert 18 < a[0] < 24.5 < a[1] < 31
+
+
+def test_gaussian_mu_is_the_exact_profiles_inverse():
+    """Against the ledger's own closed form of the Gaussian's profile (another module)."""
+    from tff_idp.privacy.gaussian_releases import exact_gaussian_delta
+    for eps, delta in ((0.5, 1.07e-3), (3.0, 6.98e-5), (16.0, 1e-5)):
+        mu = bounds.gaussian_mu(eps, delta)
+        assert exact_gaussian_delta(eps, mu) == pytest.approx(delta, rel=1e-6)
+        assert mu == pytest.approx(optimize_mu(eps, delta), rel=1e-6)
+
+
+def test_the_audits_power_matches_an_independent_computation():
+    """Issue 75's numbers, computed independently with ideal Gaussian canaries (m = 1,000):
+    at the digits default (delta 1.07e-3, claim 0.5) a true epsilon of 1, 2, 4 or 8 is
+    detected with probability 0 and 16 with 0.77; at FMNIST's (6.98e-5, claim 3.0) a true
+    6 with 0 and 12 with 0.997."""
+    digits = [bounds.detection_power(e, 1000, 1.07e-3, 0.5) for e in (1, 2, 4, 8, 16)]
+    assert digits[:4] == [0.0] * 4 and digits[4] == pytest.approx(0.77, abs=0.04)
+    assert bounds.detection_power(6, 1000, 6.98e-5, 3.0) == 0.0
+    assert bounds.detection_power(12, 1000, 6.98e-5, 3.0) == pytest.approx(0.997, abs=0.01)
+    # the smallest epsilon detected with probability 0.8 lies where the power crosses it
+    found = bounds.detectable_epsilon(1000, 1.07e-3, 0.5)
+    assert 16 < found < 18
+    assert bounds.detection_power(found, 1000, 1.07e-3, 0.5) >= 0.8
+    assert bounds.detection_power(found / 1.02, 1000, 1.07e-3, 0.5) < 0.8
+    # no outcome can show a leak above the ceiling: nothing is detectable
+    assert bounds.detectable_epsilon(1000, 1.07e-3, 3.0) == math.inf
+
+
+def test_the_simulated_audit_is_the_audits_own_rule():
+    """detection_thresholds are the fewest correct guesses at which best_lower_bound's
+    bound exceeds the claim: one fewer leaves it at or below."""
+    m, delta, claim = 1000, 6.98e-5, 1.0
+    per_test = 1 - 0.05 / len(bounds.FRACTIONS)
+    for k, need in zip(bounds.guess_counts(m), bounds.detection_thresholds(m, delta, claim)):
+        if need is None:
+            assert lower_bound(m, 2 * k, 2 * k, delta, per_test) <= claim
+            continue
+        assert lower_bound(m, 2 * k, need, delta, per_test) > claim
+        assert lower_bound(m, 2 * k, need - 1, delta, per_test) <= claim
+
+
+@pytest.mark.parametrize("power,expected", [(0.85, bounds.NO_LEAK), (0.79, bounds.CANNOT_DETECT)])
+def test_no_leak_detected_needs_the_power_at_twice_the_claim(monkeypatch, power, expected):
+    """The decision rule alone (the power itself is tested above): at the settings tried
+    here (1,000-100,000 canaries, delta 1e-3 to 1e-16) no Gaussian mechanism at twice a
+    claim is detected with probability 0.8, so the rule's other branch is shown with a
+    given power."""
+    monkeypatch.setattr(bounds, "_power", lambda *a: (power, 1.5))
+    out = bounds.verdict(0.0, 1.0, 1000, 1e-6)
+    assert out["verdict"] == expected and out["detectable_epsilon"] == 1.5
+    assert bounds.verdict(1.2, 1.0, 1000, 1e-6) == {"verdict": bounds.LEAK}

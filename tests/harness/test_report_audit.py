@@ -35,4 +35,16 @@ def test_the_interval_ceiling_and_verdict_are_shown_where_recorded():
     row = audit_rows({("D", "", "gdpfed"): {"audits": [(0, audit)]}})[0]
     assert row["every round: estimate [90%]"] == "0.5 [0.39, 2.15]"
     assert row["every round: LB (max)"] == "0 (0.501)"
-    assert row["every round: verdict"] == "cannot detect"
+    assert row["every round: verdict"] == "cannot detect (detects 11.4)"
+
+
+def test_a_verdict_stored_under_the_old_rule_is_reported_by_todays():
+    """Runs audited before issue 75 stored "no leak detected" wherever the ceiling was above
+    the claim; the report recomputes the verdict: at delta 1e-4 and 1,000 canaries a claim
+    of 0.5 is below the ceiling, but a true epsilon of 1 is never detected."""
+    audit = _audit(0, 0.5, 0.0, 0.0)
+    for key in ("final_model", "every_round"):
+        audit[key]["lower_bound"].update(ceiling=3.2, verdict="no leak detected")
+    row = audit_rows({("D", "", "dp_fedavg"): {"audits": [(0, audit)]}})[0]
+    assert row["final model: verdict"].startswith("cannot detect (detects ")
+    assert "no leak" not in " ".join(str(v) for v in row.values())

@@ -28,6 +28,21 @@ the released model change and its direction (:func:`cosine_scores`). Two ways to
   the audit's :func:`ceiling` (the 2 m delta term caps it): below a claimed epsilon the
   audit cannot detect a leak at all, and :func:`canaries_needed` says how many would.
 
+A bound below the claim says nothing unless the audit could have found a leak. **Power**
+(:func:`detection_power`): the probability that the audit's bound exceeds the claimed
+epsilon when the mechanism's true epsilon is larger. The true mechanism is taken as the
+Gaussian mechanism whose privacy profile passes through (true epsilon, delta) at the run's
+delta (Balle & Wang; :func:`gaussian_mu`), each canary's score N(mu, 1) when inserted and
+N(0, 1) when not: the ideal canaries of Steinke et al.'s and Andrew et al.'s experiments,
+the most an auditor with this mechanism's scores could see. It is estimated by Monte Carlo
+(seeded; common random numbers across epsilons, so it is monotone in epsilon) through the
+exact guess rule of :func:`best_lower_bound` (:func:`detection_thresholds`: the correct
+guesses each count needs). :func:`detectable_epsilon` is the smallest true epsilon
+detected with probability 0.8. The verdict on a claim is "leak detected" (bound above
+it), "no leak detected" (bound below it and power at twice the claim at least 0.8) or
+"cannot detect" (with the detectable epsilon; infinite where the ceiling is not above the
+claim).
+
 Example: with 200 canaries, every one of 100 guesses right gives a bound near 3.5 at 95%::
 
     >>> round(lower_bound(200, 100, 100, 1e-5, 0.95), 1)
@@ -35,6 +50,7 @@ Example: with 200 canaries, every one of 100 guesses right gives a bound near 3.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -265,9 +281,10 @@ def best_lower_bound(scores: Sequence[float], inserted: Sequence[bool], delta: f
     (a union bound: Thm. 3 covers a count fixed in advance, and reporting the largest of n
     tests at beta each would hold only at about 1 - n beta), the largest of them with the
     guesses it rests on, and the audit's :func:`ceiling`. With ``claimed_epsilon`` (the
-    ledger's), a ``verdict``: "leak detected" (bound above it), "no leak detected" (bound
-    below, ceiling above) or "cannot detect" (ceiling at or below it: no outcome of this
-    audit could have shown a leak), then with :func:`canaries_needed`'s answer."""
+    ledger's), a ``verdict`` (:func:`verdict`: "leak detected", "no leak detected" only
+    with power at least 0.8 against twice the claim, else "cannot detect" with the
+    detectable epsilon), and, where the ceiling is not above the claim (no outcome of this
+    audit could show a leak), :func:`canaries_needed`'s answer."""
     m = len(scores)
     per_test = 1.0 - (1.0 - confidence) / len(fractions)
     best = {"epsilon": 0.0, "guesses": 0, "correct": 0, "canaries": m,
@@ -281,20 +298,156 @@ def best_lower_bound(scores: Sequence[float], inserted: Sequence[bool], delta: f
         if eps > best["epsilon"]:
             best.update(epsilon=eps, guesses=r, correct=v)
     if claimed_epsilon is not None:
-        best.update(verdict(best["epsilon"], best["ceiling"], claimed_epsilon))
-        if best["verdict"] == CANNOT_DETECT:
+        best.update(verdict(best["epsilon"], claimed_epsilon, m, delta, confidence, fractions))
+        if best["verdict"] == CANNOT_DETECT and best["ceiling"] <= claimed_epsilon:
             best["canaries_needed"] = canaries_needed(claimed_epsilon, delta, confidence,
                                                       fractions)
     return best
 
 
 LEAK, NO_LEAK, CANNOT_DETECT = "leak detected", "no leak detected", "cannot detect"
+POWER = 0.8                   # the detection probability "no leak detected" asks for
+POWER_AT = 2.0                # ... against a true epsilon this many times the claim
+POWER_TRIALS = 1000           # Monte Carlo audits per power estimate (std error <= 1.6%)
 
 
-def verdict(bound: float, ceiling_: float, claimed_epsilon: float) -> dict:
-    """What a bound says about a claimed epsilon, given the audit's ceiling."""
+def verdict(bound: float, claimed_epsilon: float, m: int, delta: float,
+            confidence: float = 0.95, fractions: Sequence[float] = FRACTIONS) -> dict:
+    """What a bound says about a claimed epsilon (module docstring): "leak detected" when
+    the bound exceeds it; else "no leak detected" only when the audit detects a true
+    epsilon of :data:`POWER_AT` x the claim with probability at least :data:`POWER`, and
+    "cannot detect" otherwise. Every verdict but a leak carries ``power_at_twice_claim``
+    and ``detectable_epsilon`` (the smallest true epsilon detected with probability
+    :data:`POWER`; inf when none is)."""
     if bound > claimed_epsilon:
         return {"verdict": LEAK}
-    if ceiling_ > claimed_epsilon:
-        return {"verdict": NO_LEAK}
-    return {"verdict": CANNOT_DETECT}
+    power, detectable = _power(float(claimed_epsilon), int(m), float(delta), float(confidence),
+                               tuple(fractions))
+    return {"verdict": NO_LEAK if power >= POWER else CANNOT_DETECT,
+            "power_at_twice_claim": power, "detectable_epsilon": detectable,
+            "power_method": POWER_METHOD}
+
+
+def verdict_words(outcome: dict) -> str:
+    """A verdict as tables print it: "cannot detect (detects 16.4)" names the smallest true
+    epsilon the audit detects with probability 0.8 ("detects nothing" where none is)."""
+    words = outcome["verdict"]
+    if words != CANNOT_DETECT or "detectable_epsilon" not in outcome:
+        return words
+    found = outcome["detectable_epsilon"]
+    return f"{words} (detects {found:.3g})" if math.isfinite(found) else \
+        f"{words} (detects nothing)"
+
+
+POWER_METHOD = (f"ideal Gaussian canaries (scores N(mu, 1) inserted, N(0, 1) not, mu the "
+                f"Gaussian mechanism's at (epsilon, delta)), {POWER_TRIALS} seeded Monte "
+                f"Carlo audits; detectable: power {POWER}")
+
+
+@functools.lru_cache(maxsize=256)
+def _power(claimed_epsilon, m, delta, confidence, fractions):
+    """(power at twice the claim, detectable epsilon) of an audit: the same for every run
+    with the same canary count, delta and claim, so computed once per process."""
+    return (detection_power(POWER_AT * claimed_epsilon, m, delta, claimed_epsilon,
+                            confidence, fractions),
+            detectable_epsilon(m, delta, claimed_epsilon, confidence, fractions))
+
+
+def gaussian_mu(epsilon: float, delta: float) -> float:
+    """mu (sensitivity / noise std) of the Gaussian mechanism that is exactly
+    (epsilon, delta)-DP: delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon
+    Phi(-epsilon/mu - mu/2) (Balle & Wang 2018, Thm. 8), solved for mu."""
+    if epsilon < 0 or not 0 < delta < 1:
+        raise ValueError(f"epsilon={epsilon!r}, delta={delta!r}: need epsilon >= 0, "
+                         "0 < delta < 1")
+    f = lambda mu: gaussian_pair_delta(epsilon, mu, 1.0, 0.0, 1.0) - delta
+    if f(1e-9) >= 0:
+        return 1e-9
+    high = 1.0
+    while f(high) < 0:
+        high *= 2
+    return float(optimize.brentq(f, 1e-9, high, xtol=1e-10))
+
+
+def detection_thresholds(m: int, delta: float, claimed_epsilon: float,
+                         confidence: float = 0.95,
+                         fractions: Sequence[float] = FRACTIONS) -> List[Optional[int]]:
+    """Per guess count k of :func:`guess_counts`: the fewest correct guesses of 2k that make
+    :func:`best_lower_bound` exceed ``claimed_epsilon`` (its per-count test at
+    1 - beta / n rejects the claim: :func:`p_value` at the claim below beta / n, which falls
+    as correct guesses rise); None where even all 2k right do not."""
+    beta = (1.0 - confidence) / len(fractions)
+    out = []
+    for k in guess_counts(m, fractions):
+        r = 2 * k
+        if p_value(m, r, r, claimed_epsilon, delta) >= beta:
+            out.append(None)
+            continue
+        lo, hi = 0, r                      # p_value(lo) >= beta > p_value(hi)
+        if p_value(m, r, 0, claimed_epsilon, delta) < beta:
+            out.append(0)
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if p_value(m, r, mid, claimed_epsilon, delta) < beta:
+                hi = mid
+            else:
+                lo = mid
+        out.append(hi)
+    return out
+
+
+def detection_power(true_epsilon: float, m: int, delta: float, claimed_epsilon: float,
+                    confidence: float = 0.95, fractions: Sequence[float] = FRACTIONS,
+                    trials: int = POWER_TRIALS, seed: int = 0,
+                    thresholds: Optional[List[Optional[int]]] = None) -> float:
+    """The probability that the audit of ``m`` canaries (:func:`best_lower_bound`) detects a
+    leak (bound above ``claimed_epsilon``) when the mechanism is the Gaussian mechanism of
+    true epsilon ``true_epsilon`` at ``delta`` (module docstring): the share of ``trials``
+    seeded simulated audits (each canary inserted with probability 1/2, scores N(mu, 1) in
+    and N(0, 1) out, ties impossible) whose correct guesses reach a count's threshold
+    (:func:`detection_thresholds`). The same seed gives the same draws at every epsilon, so
+    the estimate rises with ``true_epsilon``."""
+    if thresholds is None:
+        thresholds = detection_thresholds(m, delta, claimed_epsilon, confidence, fractions)
+    counts = guess_counts(m, fractions)
+    if all(t is None for t in thresholds):
+        return 0.0
+    mu = gaussian_mu(true_epsilon, delta)
+    rng = np.random.default_rng([seed, m])
+    detected = 0
+    chunk = max(1, min(trials, 2_000_000 // m))         # at most ~16 MB of scores at once
+    for start in range(0, trials, chunk):
+        n = min(chunk, trials - start)
+        inserted = rng.random((n, m)) < 0.5
+        scores = rng.standard_normal((n, m)) + mu * inserted
+        ranked = np.take_along_axis(inserted, np.argsort(-scores, axis=1), axis=1)
+        top_in = np.cumsum(ranked, axis=1)                 # inserted among the top j + 1
+        bottom_out = np.cumsum(~ranked[:, ::-1], axis=1)   # not inserted among the lowest
+        hit = np.zeros(n, bool)
+        for k, need in zip(counts, thresholds):
+            if need is not None:
+                hit |= top_in[:, k - 1] + bottom_out[:, k - 1] >= need
+        detected += int(hit.sum())
+    return detected / trials
+
+
+def detectable_epsilon(m: int, delta: float, claimed_epsilon: float, confidence: float = 0.95,
+                       fractions: Sequence[float] = FRACTIONS, power: float = POWER,
+                       largest: float = 1e3, rtol: float = 0.01) -> float:
+    """The smallest true epsilon that the audit of ``m`` canaries detects (bound above
+    ``claimed_epsilon``) with probability at least ``power`` (:func:`detection_power`),
+    by bisection on a log scale to ``rtol``; inf when not even ``largest`` is (e.g. the
+    ceiling is not above the claim)."""
+    thresholds = detection_thresholds(m, delta, claimed_epsilon, confidence, fractions)
+    hits = lambda e: detection_power(e, m, delta, claimed_epsilon, confidence, fractions,
+                                     thresholds=thresholds) >= power
+    if all(t is None for t in thresholds) or not hits(largest):
+        return math.inf
+    lo, hi = max(claimed_epsilon, 1e-3), largest
+    if hits(lo):
+        return float(lo)
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if hits(mid) else (mid, hi)
+    return float(hi)

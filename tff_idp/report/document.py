@@ -131,8 +131,11 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "canaries can give), with the guesses it rests on, for "
                    "who sees only the final model and who sees every round's model. A lower "
                    "bound above the ledger's epsilon would mean the mechanism leaks more than "
-                   "it claims; where the max is not above it the audit cannot detect a leak "
-                   "(verdict 'cannot detect'). Runs audited before the union bound (no max "
+                   "it claims. The verdict 'no leak detected' needs the power to see a leak: "
+                   "a true epsilon of twice the claim detected with probability 0.8 (ideal "
+                   "Gaussian canaries at this delta and canary count); otherwise it is "
+                   "'cannot detect', with the smallest true epsilon detected with probability "
+                   "0.8 (docs/audit.md). Runs audited before the union bound (no max "
                    "recorded) state the best of five counts each at 95%, about 75% "
                    "family-wise. Canaries are not in the accuracy; their runs are not the "
                    "plain table's (docs/audit.md).", "",

@@ -308,6 +308,20 @@ def cost_lines(spec: TableSpec, cells, scale: str) -> List[str]:
     return lines
 
 
+def audit_verdict(bound: dict, audit: dict) -> str:
+    """The verdict of one observer's bound on the ledger's epsilon, recomputed from the
+    stored bound, canary count, delta and confidence by today's rule
+    (``tff_idp.audit.bounds.verdict``: "no leak detected" needs the power at twice the
+    claim), so that a run audited under an older rule is not reported by it; "-" where the
+    run is not private or was audited before the union bound (no ceiling recorded)."""
+    from ..audit import bounds
+    ledger = audit.get("ledger_epsilon")
+    if not isinstance(ledger, (int, float)) or "ceiling" not in bound:
+        return "-"
+    return bounds.verdict_words(bounds.verdict(bound["epsilon"], ledger, audit["canaries"],
+                                               audit["delta"], audit["confidence"]))
+
+
 def audit_rows(cells: Dict[tuple, dict]) -> List[dict]:
     """One row per audited run (``tff_idp.audit``): the audited group's epsilon in the ledger
     beside Andrew et al.'s one-shot estimate and Steinke et al.'s lower bound, for who sees
@@ -327,7 +341,7 @@ def audit_rows(cells: Dict[tuple, dict]) -> List[dict]:
                     f" [{interval[0]:.3g}, {interval[1]:.3g}]" if interval else "")
                 row[f"{name}: LB (max)"] = f"{bound['epsilon']:.3g}" + (
                     f" ({bound['ceiling']:.3g})" if "ceiling" in bound else "")
-                row[f"{name}: verdict"] = bound.get("verdict", "-")
+                row[f"{name}: verdict"] = audit_verdict(bound, a)
                 row[f"{name}: correct / guesses"] = f"{bound['correct']} / {bound['guesses']}"
             row["audit s"] = f"{a.get('seconds', math.nan):.0f}"
             out.append(row)
