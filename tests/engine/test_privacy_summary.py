@@ -111,12 +111,22 @@ def test_ms_pafl_is_not_covered_by_the_papers_bounds_and_gets_the_one_that_holds
     if not covers:
         assert "local subsampling" in g["table_epsilon_gap"]
         assert "check-in amplification survives" in g["table_epsilon_gap"]
-    assert list(g["observers"]) == ["server_and_model_viewers"]
+    # issue 75, item 4: a personalised model (private half included) is not private, and
+    # the summary says so for that observer; without a private half there is none
+    if covers:
+        assert list(g["observers"]) == ["server_and_model_viewers"]
+        assert "no personalised model" in g["protects_against"]
+    else:
+        assert list(g["observers"]) == ["server_and_model_viewers",
+                                        "personalised_model_viewers"]
+        assert g["observers"]["personalised_model_viewers"]["epsilon"] == "not private"
+        assert "not whoever sees a client's personalised model" in g["protects_against"]
     # the run table shows the bound that holds in both columns, the accountant named
     from tff_idp.run import EPS_SERVER, EPS_VIEWERS, summary_rows
     row = summary_rows([summary])[0]
     cover = f"{privacy['covering_epsilon_max']:.3g} covering (rdp"
     assert row[EPS_VIEWERS].startswith(cover) and row[EPS_SERVER].startswith(cover)
+    assert row[EPS_VIEWERS].endswith("personalised models: not private") is not covers
     z = privacy["local_noise_std"] / (2 * cfg.clip)
     k = int(ledger.participation.max())
     assert privacy["covering_epsilon_max"] == pytest.approx(

@@ -35,7 +35,10 @@ local subsample only. MS-PAFL's private half is trained on earlier subsamples an
 the client, so earlier records feed later uploads: the amplification by *local subsampling*
 that Corollary 1, Theorems 3-4 and the RDP cross-check rely on does not hold for it
 (amplification by check-in survives: by convexity, a round the client does not check in to
-releases nothing of it). ``ms_pafl``'s summary therefore says that Theorem 4's table epsilon
+releases nothing of it). And whoever sees a client's personalised model sees that private
+half itself, which no noise touches: against that observer MS-PAFL is not private
+(``guarantee.observers.personalised_model_viewers``, epsilon "not private"); the report's
+"averaged model" (every client's private half averaged) is not private either. ``ms_pafl``'s summary therefore says that Theorem 4's table epsilon
 does not cover the private half (``guarantee.table_epsilon_covers = false`` with the reason)
 and reports the bound that does hold, ``covering_epsilon_max``: every upload is a Gaussian
 release of a clipped model (any two lie 2C apart, noise sigma), composed over the client's
@@ -71,6 +74,42 @@ PERSISTENT_STATE_GAP = (
     "private half of the model is trained on earlier rounds' subsamples and stays on the "
     "client, so that amplification does not hold for it (check-in amplification survives, by "
     "convexity). covering_epsilon_max, without amplification, is the bound that holds")
+
+
+# Who sees what under MS-PAFL (002 Alg. 1): the server and every viewer of an upload or of
+# the global model see clipped, locally noised public parts; whoever sees a client's own
+# personalised model (the client, its device, anyone it shares the model with) also sees
+# the private half, trained on the client's records and never clipped or noised.
+PERSONALISED_NOT_PRIVATE = (
+    "a client's personalised model includes its private half, trained on the client's "
+    "records and never clipped or noised (002 Alg. 1: it never leaves the client): no "
+    "epsilon bounds what it reveals of those records")
+
+
+def protects_against(persistent: bool) -> str:
+    """The observers the covering bound holds against, in words (module docstring)."""
+    covered = "the server and everyone who sees an upload or the global model"
+    if not persistent:
+        return covered + " (the whole model is public: there is no personalised model)"
+    return (covered + " (its public part); not whoever sees a client's personalised model "
+            "(its private half is not private)")
+
+
+def observers(persistent: bool) -> dict:
+    """``guarantee.observers`` of an MS-PAFL / LDP-FedAvg run: the covering bound for the
+    server and the global model's viewers, and, where a private half is kept between rounds,
+    the personalised-model viewers with the epsilon "not private"."""
+    out = {"server_and_model_viewers": {
+        "epsilon": "covering_epsilon_max",
+        "sees": "every upload and the global model (the public part)",
+        "neighbouring_relation": "replace one record of one client's data",
+        "accounting": "each upload a Gaussian release, no amplification"}}
+    if persistent:
+        out["personalised_model_viewers"] = {
+            "epsilon": "not private",
+            "sees": "a client's own model, private half included",
+            "why": PERSONALISED_NOT_PRIVATE}
+    return out
 
 
 class MSPAFL(Method):
@@ -192,9 +231,11 @@ class MSPAFL(Method):
             "table_epsilon": f"{eps_global:.3g} (Thm 4, delta {delta_global:.2g})"
                              + ("; not covering the private half" if persistent else ""),
             # the run table's two columns: the covering bound holds against both observers
+            # of uploads and the global model; a personalised model is not private
             "viewers_epsilon_text": f"{covering.max():.3g} covering ({covering_accountant}); "
                                     f"Thm 4: {eps_global:.3g}" +
-                                    (" (not the private half)" if persistent else ""),
+                                    ("; personalised models: not private" if persistent
+                                     else ""),
             "server_epsilon_text": f"{covering.max():.3g} covering ({covering_accountant}, no "
                                    f"amplification, delta {delta_l:.2g})",
             "guarantee": {
@@ -202,12 +243,11 @@ class MSPAFL(Method):
                 "noise_drawn_by": "each client, the full sigma on its own upload (local DP, "
                                   "002 eq. 12)",
                 "trusted_server": False,
-                "protects_against": "the server and everyone who sees an upload or the model",
-                "observers": {"server_and_model_viewers": {
-                    "epsilon": "covering_epsilon_max",
-                    "neighbouring_relation": "replace one record of one client's data",
-                    "accounting": "each upload a Gaussian release, no amplification"}},
-                "valid": True,           # the covering bound holds whatever is kept
+                "protects_against": protects_against(persistent),
+                "observers": observers(persistent),
+                # the covering bound holds against the observers it names, whatever is kept;
+                # a personalised model's viewers are named with "not private"
+                "valid": True,
                 "table_epsilon_covers": not persistent,
                 "bounds": "the paper's closed forms (Cor. 1, Thm. 4, Thm. 3), reported as "
                           "printed; Theorem 3 is the paper's formula, not a guarantee",

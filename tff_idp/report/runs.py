@@ -34,7 +34,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     evaluation) seconds, or None where the summary has no wall time], "notes": set, "curves":
     [[acc per round]], "missing": [labels], "flops": model FLOPs of the complete runs,
     "not_covered": reasons the ledger's epsilon does not bound a run's releases, "observers"
-    and "plans": each private run's privacy record and plan (summary.json), "segments":
+    and "plans": each private run's privacy record and plan (summary.json), "local_dp": the
+    privacy records of record-level local-DP runs (MS-PAFL, LDP-FedAvg), "segments":
     [each complete run's segments: ``engine.segments``], "failed": 0 (the report counts the
     failed runs among the missing: ``harness.failures``)}} from the complete results folders."""
     from ..engine.segments import of_summary
@@ -45,7 +46,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         c = cells.setdefault((u.dataset, u.column, u.method),
                              {"acc": [], "seconds": [], "wall": [], "notes": set(), "curves": [],
                               "missing": [], "flops": 0.0, "not_covered": set(),
-                              "observers": [], "plans": [], "audits": [], "unreadable": [],
+                              "observers": [], "local_dp": [], "plans": [], "audits": [],
+                              "unreadable": [],
                               "metric": "test_accuracy", "segments": [], "failed": 0})
         if not is_complete(u.folder):
             c["missing"].append(u.label)
@@ -73,6 +75,8 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
         if s.groups:
             c["observers"].append(s.privacy)
             c["plans"].append(s.plan)
+        elif "covering_epsilon_max" in (s.privacy or {}):     # MS-PAFL, LDP-FedAvg
+            c["local_dp"].append(s.privacy)
         if s.audit:
             c["audits"].append((u.seed, s.audit))
         c["curves"].append(curve)

@@ -80,6 +80,39 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
     return out
 
 
+def personalised_not_private(privacy: dict) -> bool:
+    """Whether a local-DP run (MS-PAFL) keeps a private half that no noise touches: its
+    summary names the personalised-model observer (from issue 75 on), or, in runs made
+    before, says its table epsilon does not cover the private half."""
+    g = privacy.get("guarantee", {})
+    return "personalised_model_viewers" in g.get("observers", {}) or \
+        g.get("table_epsilon_covers") is False
+
+
+def local_dp_observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
+    """Per MS-PAFL / LDP-FedAvg cell (record-level local DP, paper 002): the bound that
+    holds against the server and everyone who sees an upload or the global model (the
+    covering epsilon: every upload a Gaussian release, no amplification; the largest
+    client's, the largest over the seeds), the paper's Theorem 4 as printed beside it, and
+    the personalised-model viewers: "not private" where a private half is kept
+    (``methods.mspafl.observers``)."""
+    out = []
+    for (ds, col, method), c in cells.items():
+        if not c.get("local_dp"):
+            continue
+        worst = max(c["local_dp"], key=lambda p: p["covering_epsilon_max"])
+        out.append({
+            "dataset": ds, "column": col or "", "method": method,
+            "relation": "replace one record of one client's data",
+            "eps_server_and_global_model_viewers": worst.get(
+                "server_epsilon_text", f"{worst['covering_epsilon_max']:.3g}"),
+            "thm_4_as_printed": worst.get("table_epsilon", "-"),
+            "eps_personalised_model_viewers": "not private" if any(
+                personalised_not_private(p) for p in c["local_dp"])
+            else "no personalised model (the global model's)"})
+    return out
+
+
 def plan_text(plans: List[dict]) -> dict:
     """A cell's privacy plan as the report prints it: rates (%) and sigma^2 per group, and
     Lambda where the method defines it ("-" where not). The plan is calibrated from the
