@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .algorithms.plan import MethodPlan
+from .atomic import regular_file
 from .config import ConfigError, ExperimentConfig, from_mapping, validate
 from .data.types import ArrayData
 from .results import RunSummary
@@ -40,7 +41,9 @@ def _number(text: str):
 
 @dataclasses.dataclass
 class RunResult:
-    """One method's run: ``rows`` (metrics.csv: one dict per round), ``summary``
+    """One method's run: ``rows`` (one dict per round: metrics.csv's columns and
+    server.csv's cohort sizes, which only the server may see: the folder's observers.json),
+    ``summary``
     (summary.json as a :class:`~tff_idp.results.RunSummary`: accuracy, privacy by observer,
     cost; ``summary.to_dict()`` for the JSON), ``ledger`` (ledger.csv: one dict per
     client: its group, budget, participations and epsilon against each observer) and the
@@ -69,16 +72,21 @@ def read_run(folder) -> RunResult:
     complete run folder."""
     folder = Path(folder)
     try:
-        made = json.loads((folder / "config.json").read_text())
-        summary = RunSummary.from_dict(json.loads((folder / "summary.json").read_text()))
+        made = json.loads(regular_file(folder / "config.json").read_text())
+        summary = RunSummary.from_dict(
+            json.loads(regular_file(folder / "summary.json").read_text()))
         tables = {}
-        for name in ("metrics.csv", "ledger.csv"):
-            with open(folder / name, newline="") as f:
+        for name in ("metrics.csv", "ledger.csv", "server.csv"):
+            if name == "server.csv" and not (folder / name).exists():   # runs made before
+                continue                                               # issue 75
+            with open(regular_file(folder / name), newline="") as f:
                 tables[name] = [{k: _number(v) for k, v in row.items()}
                                 for row in csv.DictReader(f)]
+        by_round = {r["round"]: r for r in tables.get("server.csv", [])}
+        rows = [{**row, **by_round.get(row["round"], {})} for row in tables["metrics.csv"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"folder={str(folder)!r}: not a complete run folder ({e})") from None
-    return RunResult(made.get("method", ""), tables["metrics.csv"], summary,
+    return RunResult(made.get("method", ""), rows, summary,
                      tables["ledger.csv"], folder)
 
 
@@ -119,8 +127,9 @@ class Experiment:
     def run(self, method: str, folder=None, backend: Optional[str] = None,
             progress: bool = False) -> RunResult:
         """Train ``method`` (one of the config's ``methods``) for ``rounds`` rounds.
-        ``folder``: also write the run folder there (config.json, metrics.csv, ledger.csv,
-        summary.json; resumable from its checkpoint, as the CLI's); None: nothing written.
+        ``folder``: also write the run folder there (config.json, metrics.csv, server.csv,
+        ledger.csv, summary.json, observers.json; resumable from its checkpoint, as the
+        CLI's); None: nothing written.
         ``backend``: "tff" or "fast" (default: the config's)."""
         if method not in self.prepared.plans:
             raise ConfigError(f"method={method!r}: not among this experiment's methods "

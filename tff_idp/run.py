@@ -21,9 +21,7 @@ if __name__ == "__main__":
 
 import argparse
 import dataclasses
-import inspect
 import os
-import re
 import textwrap
 import time
 from pathlib import Path
@@ -34,18 +32,11 @@ from .runtime import StoppedInStartUp
 
 
 def _key_help() -> str:
-    from .config import ExperimentConfig
-    lines = ["config keys (TOML; override any with --set key=value, values in TOML syntax):"]
-    src = inspect.getsource(ExperimentConfig)
-    for f in dataclasses.fields(ExperimentConfig):
-        m = re.search(rf"^\s+{f.name}:.*?#\s*(.*)$", src, re.M)
-        above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
-        doc = m.group(1) if m else (" ".join(l.strip().lstrip("# ").strip() for l in
-                                              above.group(1).splitlines()) if above else "")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        if isinstance(default, list):
-            default = [round(v, 4) if isinstance(v, float) else v for v in default]
-        lines.append(f"  {f.name:<22} default {default!r}. {doc}")
+    from .config import key_docs
+    lines = ["config keys (TOML; override any with --set key=value, values in TOML syntax; "
+             "docs/config.md):"]
+    for k in key_docs():
+        lines.append(f"  {k['name']:<22} default {k['default']!r}. {k['doc']}")
     return "\n".join(lines)
 
 
@@ -557,8 +548,11 @@ def _train_all(exp, args) -> list:
             "estimate [90% bootstrap interval] / Steinke et al.'s lower bound at "
             f"{a['confidence']:.0%} confidence family-wise (max: the largest bound this many "
             "canaries can give), for who sees the final model | every round's model; compare "
-            "with the group's epsilon vs model viewers. 'cannot detect': the max is not above "
-            "that epsilon, so this audit could not have shown a leak there (docs/audit.md). "
+            "with the group's epsilon vs model viewers. 'no leak detected' only where the "
+            "audit detects a true epsilon of twice that with probability 0.8; else 'cannot "
+            "detect (detects E)': E is the smallest true epsilon it detects with probability "
+            "0.8 (ideal Gaussian canaries; 'nothing' where its max is not above the claim; "
+            "docs/audit.md). "
             "Per-canary scores: canaries.csv and canaries.png in each run folder.", 100))
     for s in summaries:
         why = s.guarantee.get("why_not_valid")

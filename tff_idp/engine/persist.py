@@ -1,6 +1,9 @@
 """One method of an experiment, trained into its results folder, resumably.
 
-The folder is written as ``<folder>.partial/`` (checkpoints live there while the run is
+The folder holds config.json, metrics.csv (the per-round curve), server.csv (the realised
+cohort sizes, which only the server may see), ledger.csv, summary.json and observers.json
+(who may see each file and column: ``privacy.threat_model.run_folder_observers``). It is
+written as ``<folder>.partial/`` (checkpoints live there while the run is
 going) and renamed to ``<folder>/`` when config.json, metrics.csv, ledger.csv and
 summary.json are all written: a folder without the suffix is always complete, and a killed
 run restarted with the same config resumes from the ``.partial`` folder's checkpoint.
@@ -14,11 +17,25 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import FolderLock, atomic_savefig, regular_file
+from ..privacy.threat_model import SERVER_COLUMNS, run_folder_observers
 from ..results import RunFolder, RunSummary, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT, HEARTBEAT, ROWS
 from .fingerprint import run_fingerprint
 from .loop import run_method
+
+
+SERVER_CSV, OBSERVERS_JSON = "server.csv", "observers.json"
+
+
+def split_rows(rows):
+    """A run's per-round rows as (metrics.csv's: what the released curve may show,
+    server.csv's: the round and what only the server sees, the realised cohort sizes;
+    ``privacy.threat_model.SERVER_COLUMNS``)."""
+    released = [{k: v for k, v in r.items() if k not in SERVER_COLUMNS} for r in rows]
+    server = [{"round": r["round"], **{k: r[k] for k in SERVER_COLUMNS if k in r}}
+              for r in rows]
+    return released, server
 
 
 def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
@@ -96,8 +113,13 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
             "resolved_delta": cfg.resolved_delta, "method": method,
             "fingerprint": run_fingerprint(cfg, method),
             "plan": exp.plans[method].describe()})
-        write_csv(tmp / "metrics.csv", rows)
+        released, server = split_rows(rows)
+        write_csv(tmp / "metrics.csv", released)
+        write_csv(tmp / SERVER_CSV, server)
         write_csv(tmp / "ledger.csv", list(ledger.client_rows()))
+        write_json(tmp / OBSERVERS_JSON, run_folder_observers(
+            list(released[0]) if released else [], list(server[0]) if server else [],
+            summary.audit is not None))
         if summary.audit is not None:   # per-canary scores: a CSV and a histogram, not JSON
             write_canaries(tmp, summary.audit.pop("canary_scores"), method)
         write_json(tmp / "summary.json", summary.to_dict())

@@ -133,3 +133,62 @@ def budget_met_against(viewers: bool, server: Optional[bool]) -> str:
     if server:
         return "the server only; exceeded against those who see the released models"
     return "neither observer"
+
+
+# Who may see what a run folder stores (issue 75, item 5). A run folder is the simulator's
+# record, not one observer's view: each file and each column says whose view it belongs to,
+# in the folder's observers.json. Model viewers' epsilon assumes the cohort is secret, so
+# the realised cohort sizes are not in metrics.csv (the released curve) but in server.csv.
+MODEL_VIEWERS = "model viewers (an evaluation of the released model on public test data)"
+SERVER = "server only (it drew the cohort; the model viewers' epsilon assumes it secret)"
+SIMULATION = "simulation only (no deployment observer has it; outside every epsilon)"
+PERSONAL = ("whoever sees the personalised models (their private parts are not covered by "
+            "any epsilon)")
+NOT_PRIVATE_SERVER = "server (the run is not private: the server sees raw updates)"
+SERVER_COLUMNS = ("cohort", "cohort_per_group")           # metrics rows -> server.csv
+
+
+def column_observer(column: str) -> str:
+    """Who may see a column of a run's per-round rows (metrics.csv, server.csv)."""
+    if column == "round":
+        return "public (the round's index)"
+    if column in SERVER_COLUMNS:
+        return SERVER
+    if column in ("seconds", "eval_seconds") or column.startswith("sim_"):
+        return SIMULATION + ("; this machine's timing" if "seconds" in column else "")
+    if column in CLIENT_DIAGNOSTICS:        # written under plain names only when not private
+        return NOT_PRIVATE_SERVER
+    if column == "adaptive_clip":
+        return "model viewers (set from the noised clipped count: post-processing)"
+    if column.startswith("validation_"):
+        return (SIMULATION + "; the released model evaluated on the clients' own validation "
+                "examples, which a deployment would not release")
+    if column.startswith("averaged_model_"):
+        return (SIMULATION + "; the averaged model's private part averages the clients' "
+                "un-noised private halves: not private")
+    if column.startswith("personal_"):
+        return PERSONAL
+    if column.startswith(("test_", "client_test_")):
+        return MODEL_VIEWERS
+    raise KeyError(f"column={column!r}: no observer is declared for it "
+                   "(tff_idp.privacy.threat_model.column_observer)")
+
+
+def run_folder_observers(metrics_columns: Sequence[str], server_columns: Sequence[str],
+                         audited: bool) -> dict:
+    """observers.json of a run folder: for every file the run writes, who may see it, column
+    by column for the per-round tables."""
+    out = {"metrics.csv": {c: column_observer(c) for c in metrics_columns},
+           "server.csv": {c: column_observer(c) for c in server_columns},
+           "ledger.csv": SERVER + "; who took part in which round, per client",
+           "config.json": "public (the settings; its seed makes the simulator's noise "
+                          "reproducible, so the folder is no deployment: docs/privacy.md)",
+           "summary.json": {"plan, privacy": "public (calibration from the config and the "
+                                             "ledger's epsilons)",
+                            "final_test_accuracy, rounds, seconds, machine": MODEL_VIEWERS +
+                            "; timings and machine: simulation only",
+                            "personal": PERSONAL, "audit": SIMULATION + "; the auditor's"}}
+    out["observers.json"] = "public (this list)"
+    if audited:
+        out["canaries.csv"] = out["canaries.png"] = SIMULATION + "; the auditor's canary scores"
+    return out
