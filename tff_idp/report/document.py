@@ -153,7 +153,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
                    "Gaussian canaries at this delta and canary count); otherwise it is "
                    "'cannot detect', with the smallest true epsilon detected with probability "
                    "0.8 (docs/audit.md). Runs audited before the union bound (no max "
-                   "recorded) state the best of five counts each at 95%, about 75% "
+                   "recorded) state the best of five counts each at 95%, about 88% "
                    "family-wise. Canaries are not in the accuracy; their runs are not the "
                    "plain table's (docs/audit.md).", "",
                    markdown(list(audits[0]), [list(r.values()) for r in audits]), ""]
