@@ -3,6 +3,9 @@ becomes a folder, so '..', a path separator, control characters, a newline or 5,
 characters are one line naming the key (exit 2, nothing written); every field that goes into
 an #SBATCH line is checked against sbatch's syntax before the script is written (a newline
 in --partition used to put a bare shell line among the directives)."""
+import os
+import subprocess
+
 import pytest
 
 from tff_idp import run, slurm
@@ -86,3 +89,28 @@ def test_good_slurm_fields_write_the_script(tmp_path, capfd):
                  "#SBATCH --mail-type=END,FAIL", "#SBATCH --constraint=a100&ib",
                  "#SBATCH --exclusive"):
         assert line in out
+
+
+def test_no_path_or_name_reaches_the_script_unquoted(tmp_path, capfd):
+    """Issue 76: an interpreter path with ``$(...)`` landed inside a double-quoted echo and
+    ran; a table named with a space was written bare into --job-name and --output. The
+    script is run by bash here (no GPU, so no environment is sourced; the interpreter is
+    missing, so it stops at its check): nothing the fields hold executes."""
+    path = tiny_table(tmp_path)
+    path.write_text(path.read_text().replace('name = "tiny"', 'name = "my table"'))
+    canary = tmp_path / "PWNED"
+    evil = f"/nonexistent/x$(touch {canary})`touch {canary}`/bin/python"
+    status = slurm.main(["submit", str(path), "--scale", "smoke", "--dry-run", "--gres", "",
+                         "--python", evil])
+    out = capfd.readouterr().out
+    assert status == 0
+    script = out.split("\n\n", 1)[1]
+    assert "#SBATCH --job-name=my_table-smoke" in script
+    output = next(l for l in script.splitlines() if l.startswith("#SBATCH --output="))
+    assert output.startswith('#SBATCH --output="') and output.endswith('/%A_%a.out"')
+    (tmp_path / "array.sbatch").write_text(script)
+    proc = subprocess.run(["bash", str(tmp_path / "array.sbatch")], capture_output=True,
+                          text=True, timeout=60, env={"PATH": os.environ["PATH"]})
+    assert proc.returncode == 2 and "not found" in proc.stderr
+    assert evil in proc.stderr                         # printed as text, not run
+    assert not canary.exists()

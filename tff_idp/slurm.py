@@ -60,6 +60,22 @@ def default_time(units, margin: float = 1.5, startup_minutes: int = 15) -> str:
     return f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"
 
 
+def job_name(name: str, scale: str) -> str:
+    """``#SBATCH --job-name``: the table's name and scale with every character sbatch's
+    option parser or squeue's columns could split on (spaces, quotes) as ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.+=,@-]", "_", f"{name}-{scale}")
+
+
+def sbatch_path(path: str) -> str:
+    """A path in an ``#SBATCH`` line: double-quoted when it holds white space (sbatch's
+    directive parser honours double quotes); a path with a double quote, a backslash or a
+    control character, which no quoting keeps whole there, is refused in one line."""
+    if any(c in path for c in '"\\') or any(ord(c) < 32 for c in path):
+        raise ConfigError(f"log folder {path!r}: a path with a double quote, backslash or "
+                          "control character cannot be written into an #SBATCH line")
+    return f'"{path}"' if any(c.isspace() for c in path) else path
+
+
 def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
                   repo: Path, log_dir: Path, python: str) -> str:
     """The array script. The task runs as a job step (``srun``), so ``--signal=TERM@N``
@@ -69,12 +85,12 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
     them, as submitit caps timeouts."""
     array = _ranges(indices) + (f"%{args.array_parallel}" if args.array_parallel else "")
     lines = ["#!/bin/bash",
-             f"#SBATCH --job-name={spec.name}-{scale}",
+             f"#SBATCH --job-name={job_name(spec.name, scale)}",
              f"#SBATCH --array={array}",
              f"#SBATCH --time={args.time}",
              f"#SBATCH --cpus-per-task={args.cpus}",
              f"#SBATCH --mem={args.mem}",
-             f"#SBATCH --output={log_dir}/%A_%a.out",
+             f"#SBATCH --output={sbatch_path(str(log_dir) + '/%A_%a.out')}",
              "#SBATCH --open-mode=append",
              "#SBATCH --requeue",
              f"#SBATCH --signal=TERM@{args.grace}"]
@@ -104,7 +120,8 @@ def sbatch_script(spec: TableSpec, scale: str, indices: List[int], args,
         venv = str(Path(python).parent.parent)
         lines += [f"source scripts/gpu_env.sh {shlex.quote(venv)}"]
     lines += [f"if [ ! -x {shlex.quote(python)} ]; then",
-              f"  echo \"error: interpreter {python} not found on $(hostname)\" >&2; exit 2",
+              f"  printf 'error: interpreter %s not found on %s\\n' {shlex.quote(python)} "
+              "\"$(hostname)\" >&2; exit 2",
               "fi",
               'echo "task ${SLURM_ARRAY_TASK_ID} (restart ${SLURM_RESTART_COUNT:-0}) on '
               '$(hostname)"',
@@ -281,7 +298,11 @@ def main(argv=None) -> int:
         args.time = default_time([all_units[i] for i in todo])
         time_note = (f"; --time {args.time}: the cost model's slowest unit on one {GPU_NAME} "
                      "x 1.5 + 15 min (give --time for another device)")
-    text = sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(), python)
+    try:
+        text = sbatch_script(spec, args.scale, todo, args, repo, log_dir.resolve(), python)
+    except ConfigError as e:               # a path no #SBATCH line can hold whole
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     why = shell_syntax_error(text)
     if why:                                # e.g. an unbalanced quote in a --setup line
         print(f"error: --setup={args.setup!r}: the batch script would not parse (bash -n: "
