@@ -131,6 +131,9 @@ def test_adaptive_clipping_moves_the_clip():
     (dict(keep_fraction=0.0), ValueError, "keep_fraction=0.0: must be in (0, 1]"),
     (dict(noise_draw="group"), ValueError, "noise_draw='group': must be 'client' or 'server'"),
     (dict(adaptive_clipping=0.5), TypeError, "adaptive_clipping=0.5"),
+    # issue 76: the Python API refuses what the CLI refuses
+    (dict(noise_multiplier=1e300), ValueError, "noise_multiplier=1e+300: must be in [0, 1e+06]"),
+    (dict(clip=1e300), ValueError, "clip=1e+300: must be in [1e-08, 1e+08]"),
 ])
 def test_bad_arguments_are_one_line_naming_them(kwargs, error, needle):
     args = dict(noise_multiplier=1.0, clients_per_round=3)
@@ -204,3 +207,21 @@ def test_noise_seed_is_checked_in_one_line():
         with pytest.raises((TypeError, ValueError)) as e:
             learning.dp_aggregator(1.0, CLIENTS, noise_seed=value)
         assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(noise_multiplier=-1.0), "noise_multiplier=-1.0: must be in [1e-06, 1e+06]"),
+    (dict(noise_multiplier=float("nan")), "noise_multiplier=nan: must be a finite number"),
+    (dict(sampling_rate=2.0), "sampling_rate=2.0: must be in (0, 1]"),
+    (dict(rounds=-1), "rounds=-1: must be an integer in [1, 1,000,000]"),
+    (dict(rounds=2.5), "rounds=2.5: must be an integer"),
+])
+def test_dp_event_refuses_what_the_cli_refuses_in_one_line(kwargs, needle):
+    """Issue 76: a negative or NaN multiplier composed into the accountant grew memory
+    without bound; a rate of 2 or -1 rounds failed deep in dp_accounting."""
+    args = dict(noise_multiplier=1.0, sampling_rate=0.1, rounds=10)
+    args.update(kwargs)
+    with pytest.raises((TypeError, ValueError)) as e:
+        learning.dp_event(**args)
+    assert needle in str(e.value) and "\n" not in str(e.value)

@@ -55,6 +55,7 @@ import tensorflow as tf
 
 from .. import dpmath
 from ..aggregators import GroupGaussianFactory
+from ..config import CLIP_RANGE, LIMITS, NOISE_MULTIPLIER_RANGE
 from ..queries import AdaptiveClipping
 from ..runtime import import_tff
 
@@ -88,10 +89,14 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                 not math.isfinite(value):
             raise TypeError(f"{name}={value!r}: must be a finite number")
-    if noise_multiplier < 0:
-        raise ValueError(f"noise_multiplier={noise_multiplier!r}: must be >= 0")
-    if clients_per_round <= 0 or clip <= 0:
-        raise ValueError(f"clients_per_round={clients_per_round!r}, clip={clip!r}: must be > 0")
+    if not 0 <= noise_multiplier <= NOISE_MULTIPLIER_RANGE[1]:
+        raise ValueError(f"noise_multiplier={noise_multiplier!r}: must be in [0, "
+                         f"{NOISE_MULTIPLIER_RANGE[1]:g}] (the CLI's bound)")
+    if clients_per_round <= 0:
+        raise ValueError(f"clients_per_round={clients_per_round!r}: must be > 0")
+    if not CLIP_RANGE[0] <= clip <= CLIP_RANGE[1]:
+        raise ValueError(f"clip={clip!r}: must be in [{CLIP_RANGE[0]:g}, {CLIP_RANGE[1]:g}] "
+                         "(the CLI's bound)")
     if not 0 < keep_fraction <= 1:
         raise ValueError(f"keep_fraction={keep_fraction!r}: must be in (0, 1]")
     if noise_draw not in NOISE_DRAWS:
@@ -148,6 +153,19 @@ def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
     to any accountant (``tff_idp.privacy.accounting``). Against the server (client-drawn
     noise, no amplification) each round a client took part in is a GaussianDpEvent."""
     import dp_accounting
+    for name, value in (("noise_multiplier", noise_multiplier),
+                        ("sampling_rate", sampling_rate)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            raise TypeError(f"{name}={value!r}: must be a finite number")
+    if not NOISE_MULTIPLIER_RANGE[0] <= noise_multiplier <= NOISE_MULTIPLIER_RANGE[1]:
+        raise ValueError(f"noise_multiplier={noise_multiplier!r}: must be in "
+                         f"[{NOISE_MULTIPLIER_RANGE[0]:g}, {NOISE_MULTIPLIER_RANGE[1]:g}]")
+    if not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling_rate={sampling_rate!r}: must be in (0, 1]")
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or \
+            not 1 <= rounds <= LIMITS["rounds"]:
+        raise ValueError(f"rounds={rounds!r}: must be an integer in [1, {LIMITS['rounds']:,}]")
     return dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
         sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), rounds)
 
