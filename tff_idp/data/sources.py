@@ -113,12 +113,18 @@ def _to_arrays(ds, chunk: int = 10000):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False) -> ArrayData:
+def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False,
+                          chunks: bool = False) -> ArrayData:
     """``shakespeare-leaf`` built by ``python -m tff_idp.data build shakespeare-leaf``: one
     natural client per speaking role; examples are windows viewed, not copied. LEAF's task
     (the character after each 80), or with ``every_position`` TFF's
     (``shakespeare-leaf-positions``: each of the 80 positions predicts the one after it;
-    tff.simulation.baselines.shakespeare), on the same clients and windows."""
+    tff.simulation.baselines.shakespeare), on the same clients and windows. ``chunks``
+    (``shakespeare-leaf-chunks``, TFF's task): each client's training text cut into
+    non-overlapping pieces of 81 characters, as TFF's and FedML's Shakespeare trainers cut
+    it, so that a local epoch is one pass over the text (about 52 pieces a client on
+    average, where the windows number about 4,190); the test windows are the positions
+    set's, so accuracies compare with it."""
     from pathlib import Path
     from . import shakespeare
     try:
@@ -127,10 +133,12 @@ def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False) 
         raise DataInvalidError(str(e)) from e
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
+    name = ("shakespeare-leaf-chunks" if chunks else
+            "shakespeare-leaf-positions" if every_position else "shakespeare-leaf")
     return shakespeare.windows_data(
-        "shakespeare-leaf-positions" if every_position else "shakespeare-leaf",
-        shakespeare.pack_texts([c["train"] for c in clients]),
-        shakespeare.pack_texts([c["test"] for c in clients]), every_position)
+        name, shakespeare.pack_texts([c["train"] for c in clients]),
+        shakespeare.pack_texts([c["test"] for c in clients]), every_position or chunks,
+        train_stride=shakespeare.CHUNK_STRIDE if chunks else 1)
 
 
 def _loaders():
@@ -139,7 +147,9 @@ def _loaders():
              "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed),
              "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root),
              "shakespeare-leaf-positions":
-                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True)}
+                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True),
+             "shakespeare-leaf-chunks":
+                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True, True)}
     for n in TFDS_NAMES:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
     table["fashion_mnist"] = lambda seed, data_dir, dl, root: load_fashion_mnist(
@@ -154,7 +164,7 @@ def _loaders():
 SOURCES = _loaders()
 # data sets that come with their own clients (use partition = "natural")
 FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf",
-             "shakespeare-leaf-positions")
+             "shakespeare-leaf-positions", "shakespeare-leaf-chunks")
 
 
 def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = False,

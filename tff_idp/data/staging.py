@@ -190,6 +190,7 @@ FETCHERS: dict = {"fashion_mnist": _fetch_fashion_mnist, "femnist": _fetch_tff_s
                   "femnist62": _fetch_tff_set, "tff_shakespeare": _fetch_tff_set,
                   "tff_cifar100": _fetch_tff_set, "shakespeare-leaf": _fetch_shakespeare,
                   "shakespeare-leaf-positions": _fetch_shakespeare,
+                  "shakespeare-leaf-chunks": _fetch_shakespeare,
                   "adult": _fetch_adult}          # any other: a TFDS set
 
 

@@ -21,7 +21,7 @@ SHAPES = {
     "svhn_cropped": ((32, 32, 3), 10), "cifar10": ((32, 32, 3), 10),
     "cifar100": ((32, 32, 3), 100), "tff_cifar100": ((32, 32, 3), 100),
     "shakespeare-leaf": ("text", 80), "tff_shakespeare": ("text", 80),
-    "shakespeare-leaf-positions": ("positions", 80),
+    "shakespeare-leaf-positions": ("positions", 80), "shakespeare-leaf-chunks": ("positions", 80),
     "adult": ((14,), 2),
 }
 PREFIX = "synthetic:"
