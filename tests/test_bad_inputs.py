@@ -246,3 +246,24 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
 
 def test_there_are_at_least_sixty_cases():
     assert len(BAD) >= 60
+
+
+def test_duplicate_seeds_and_methods_are_refused_in_one_line(tmp_path, capfd):
+    """Issue 76: ``--seeds 0,0`` and a method named twice trained the same run twice."""
+    from tff_idp.config import ConfigError, from_mapping, validate
+    from tests.harness.conftest import tiny_table
+    status = run.main(["--seeds", "0,0", "--set", "rounds=1"])
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert status == 2 and len(err) == 1 and "--seeds='0,0': a seed given twice" in err[0]
+    with pytest.raises(ConfigError, match="names 'gdpfed' twice"):
+        validate(from_mapping({"methods": ["gdpfed", "gdpfed"]}))
+    path = tiny_table(tmp_path)
+    status = run.main([str(path), "--scale", "smoke", "--seeds", "0,0"])
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert status == 2 and len(err) == 1 and "seed 0 given twice" in err[0], err
+    (tmp_path / "dup").mkdir()
+    path = tiny_table(tmp_path / "dup", methods='["p_fedavg", "dp_fedavg", "p_fedavg"]')
+    status = run.main([str(path), "--scale", "smoke"])
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert status == 2 and len(err) == 1 and "twice" in err[0], err
+    assert not (tmp_path / "results").exists()

@@ -426,6 +426,9 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
                   f"{', '.join(sorted(METHODS))})")
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
+    twice = [m for i, m in enumerate(cfg.methods) if m in cfg.methods[:i]]
+    if twice:                              # would train the same run twice
+        _fail("methods", cfg.methods, f"names {twice[0]!r} twice")
     if data is not None:
         if cfg.partition == "natural" and data.clients is None:
             _fail("partition", cfg.partition, "your data has no clients of its own; pass "

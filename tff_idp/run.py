@@ -453,7 +453,9 @@ def single_config_seeds(text):
     if not all(x.isdigit() for x in items) or not items or len(items) > MAX_SEEDS:
         raise ConfigError(f"--seeds={text!r}: comma-separated seeds, e.g. 0,1,2 (at most "
                           f"{MAX_SEEDS:,})")
-    seeds = list(dict.fromkeys(int(x) for x in items))
+    seeds = [int(x) for x in items]
+    if len(set(seeds)) < len(seeds):
+        raise ConfigError(f"--seeds={text!r}: a seed given twice")
     if any(k >= 2 ** 31 for k in seeds):
         raise ConfigError(f"--seeds={text!r}: each below 2^31")
     return seeds

@@ -336,8 +336,10 @@ def only_seeds(spec: TableSpec, seeds: Optional[str]) -> TableSpec:
         if not item.isdigit() or int(item) not in table_seeds:
             _fail("--seeds", item, f"not a seed of {spec.name}; its seeds are "
                   f"{table_seeds.start}..{table_seeds.stop - 1}")
+        if int(item) in chosen:
+            _fail("--seeds", seeds, f"seed {item} given twice")
         chosen.append(int(item))
-    return dataclasses.replace(spec, seed_subset=tuple(dict.fromkeys(chosen)))
+    return dataclasses.replace(spec, seed_subset=tuple(chosen))
 
 
 def is_table(path: str) -> bool:
@@ -375,10 +377,12 @@ def check_schema(raw: dict) -> None:
                              all(isinstance(x, str) for x in t[key])):
             _fail(f"table.{key}", t[key], 'must be a list of names, e.g. ["gdpfed_plus"]')
     from ..methods import METHODS
-    for name in t.get("methods") or []:
+    for i, name in enumerate(t.get("methods") or []):
         if name not in METHODS:
             _fail("table.methods", name, f"not a registered method; choose from "
                   f"{', '.join(sorted(METHODS))}")
+        if name in t["methods"][:i]:                  # would train every unit twice
+            _fail("table.methods", t["methods"], f"names {name!r} twice")
     seeds = t.get("seeds", 3)
     if not isinstance(seeds, bool) and isinstance(seeds, int) and seeds > MAX_SEEDS:
         _fail("table.seeds", seeds, f"at most {MAX_SEEDS:,} seeds (every seed is a run of "
