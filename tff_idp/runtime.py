@@ -14,6 +14,7 @@ import gc
 import os
 import signal
 import subprocess
+import sys
 
 _registered = False
 
@@ -129,6 +130,28 @@ class StopRequests:
     @property
     def exit_status(self) -> int:
         return 128 + int(self.signum)
+
+
+def run_stoppable(main, argv=None, early=()) -> int:
+    """An entry point with nothing to checkpoint (``slurm``, ``data``, ``report``...) under
+    ``run``'s signal contract: a Ctrl-C or SIGTERM at any moment, also during its imports
+    (``early``: signals the module recorded before this call) ends it with one line and exit
+    status 130 / 143, never a traceback and never a silent -15. Whatever the signal
+    interrupted was written atomically or not at all (the callers' writers)."""
+    with StopRequests() as stop:
+        if early and stop.signum is None:
+            stop.signum = early[0]
+        try:
+            with stop.immediately():
+                status = main(argv)
+        except (StoppedInStartUp, KeyboardInterrupt):
+            status = None
+        if stop.signum is None and status is not None:
+            return status
+        signum = stop.signum or signal.SIGINT
+        print(f"stopped by {signal.Signals(signum).name}; nothing was left half-written",
+              file=sys.stderr)
+        return 128 + int(signum)
 
 
 def stop_requested() -> bool:

@@ -21,8 +21,17 @@ labels min/median/max, and bytes (on disk for built sets, in memory otherwise).
 """
 from __future__ import annotations
 
-import argparse
+import signal
 import sys
+
+if __name__ == "__main__":
+    # as run.py: from the first line a Ctrl-C or SIGTERM only records itself, and
+    # runtime.run_stoppable ends the command with one line (exit 130 / 143)
+    _EARLY_STOPS: list = []
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signum, lambda signum, frame: _EARLY_STOPS.append(signum))
+
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -179,4 +188,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ..runtime import run_stoppable
+    sys.exit(run_stoppable(main, early=_EARLY_STOPS))
