@@ -267,3 +267,22 @@ def test_duplicate_seeds_and_methods_are_refused_in_one_line(tmp_path, capfd):
     err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
     assert status == 2 and len(err) == 1 and "twice" in err[0], err
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda t: t + '\n[reference.digits]\ngdpfed = 70.0\n',
+     "reference.digits.gdpfed=70.0: names a method the table does not run"),
+    (lambda t: t.replace("[base]\n", "[base]\nseed = 3\n"), "base.seed=3: is set by the harness"),
+    (lambda t: t.replace("[base]\n", '[base]\nname = "x"\n'), "base.name='x': is set by the"),
+    (lambda t: t.replace("[base]\n", '[base]\nmethods = ["gdpfed"]\n'), "base.methods="),
+])
+def test_table_keys_that_would_be_ignored_are_refused(tmp_path, capfd, edit, needle):
+    """Issue 76: a [reference] row for a method the table never runs, and [base] keys the
+    harness sets for every unit, were accepted without a word."""
+    from tests.harness.conftest import tiny_table
+    path = tiny_table(tmp_path)
+    path.write_text(edit(path.read_text()))
+    status = run.main([str(path), "--scale", "smoke"])
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert status == 2 and len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "results").exists()

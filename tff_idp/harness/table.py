@@ -402,6 +402,11 @@ def check_schema(raw: dict) -> None:
                           "list of them, or a table of them by axis label)")
 
 
+# config keys the harness sets for every unit (expand): a [base] or [datasets.X] value of
+# one of them would be silently replaced, so it is refused
+HARNESS_KEYS = ("seed", "name", "methods")
+
+
 def load_table(path: str) -> TableSpec:
     p = Path(path)
     raw = read_toml(path)
@@ -469,9 +474,22 @@ def load_table(path: str) -> TableSpec:
     for f in figures:
         if f not in ("convergence", "rates"):
             _fail("table.figures", f, "must be 'convergence' or 'rates'")
-    for ds in raw.get("reference", {}):
+    run_methods = set(methods) | {m for v in (axis.values if axis else [])
+                                  if isinstance(v, dict) for m in v.get("methods", [])}
+    for ds, refs in raw.get("reference", {}).items():
         if ds not in datasets:
             _fail("reference", ds, f"is not one of the data sets {sorted(datasets)}")
+        for method in refs:                  # a paper number no cell of ours would face
+            if method not in run_methods:
+                _fail(f"reference.{ds}.{method}", refs[method], "names a method the table "
+                      f"does not run ({', '.join(sorted(run_methods))})")
+    for key in HARNESS_KEYS:                 # set per unit by the harness: never read
+        for where, block in [("base", raw.get("base", {}))] + [
+                (f"datasets.{ds}", b) for ds, b in datasets.items()]:
+            if key in block:
+                _fail(f"{where}.{key}", block[key], "is set by the harness for every unit "
+                      "(from table.seeds / table.first_seed, table.name, table.methods or an "
+                      "axis value's methods); remove it")
     spec = TableSpec(p, t["name"], t["title"], t.get("source", ""), t["kind"], t["layout"],
                      methods, seeds, figures, raw.get("base", {}), datasets, axis,
                      raw.get("reference", {}), t.get("notes", ""), t.get("rates_sweep"),
@@ -487,10 +505,8 @@ def load_table(path: str) -> TableSpec:
         from . import claims
         if spec.kind != "train":
             _fail("claims", spec.kind, "claims are checked on trained runs: kind = 'train'")
-        all_methods = set(methods) | {m for v in (axis.values if axis else [])
-                                      if isinstance(v, dict) for m in v.get("methods", [])}
         spec = dataclasses.replace(spec, claims=claims.parse(
-            raw["claims"], list(datasets), axis.labels if axis else [], sorted(all_methods),
+            raw["claims"], list(datasets), axis.labels if axis else [], sorted(run_methods),
             _fail))
     return spec
 
