@@ -62,6 +62,39 @@ def test_a_bad_file_is_refused_and_nothing_is_staged(made_files, tmp_path):
     assert not (raw / "fashion-mnist").exists() and not list(raw.glob(".fetch-*"))
 
 
+@pytest.mark.parametrize("damage", ["flip", "truncate", "fifo"])
+def test_a_staged_copy_is_checked_by_content_every_time(made_files, tmp_path, damage):
+    """Issue 76: a byte flipped in a staged file whose modification time was kept passed the
+    old size-and-mtime stamp and ended in a traceback; a FIFO in its place would block. Now
+    every load checks the content's sha256: one line, DataInvalidError."""
+    import os
+    from tff_idp.data.types import DataInvalidError, DataUnavailableError
+    src, _ = made_files
+    out = fashion_mnist.fetch(tmp_path / "root", src)
+    sources.load("fashion_mnist", root=str(tmp_path / "root"),
+                 data_dir=str(tmp_path / "no-tfds"))                   # good: loads
+    path = out / "train-images-idx3-ubyte.gz"
+    st = path.stat()
+    if damage == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    else:
+        with gzip.open(path, "rb") as f:
+            raw = bytearray(f.read())
+        if damage == "flip":
+            raw[500] ^= 1
+        else:
+            raw = raw[:-100]
+        with gzip.open(path, "wb") as f:
+            f.write(bytes(raw))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # a FIFO is no staged file (missing, never read); the others are damaged copies
+    with pytest.raises(DataUnavailableError if damage == "fifo" else DataInvalidError) as e:
+        sources.load("fashion_mnist", root=str(tmp_path / "root"),
+                     data_dir=str(tmp_path / "no-tfds"))
+    assert "fashion-mnist" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_not_an_idx_file():
     bad = Path(__file__)
     with pytest.raises(ValueError, match="not an IDX file"):

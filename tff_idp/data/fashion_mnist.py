@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -50,9 +48,6 @@ class FetchError(RuntimeError):
     """The files could not be staged (no apt, no network, a bad checksum)."""
 
 
-STAMP = ".verified.json"    # {file: [size, mtime_ns]} of the last good content check
-
-
 def folder(root) -> Path:
     return Path(root) / "raw" / FOLDER
 
@@ -61,12 +56,17 @@ def present(root) -> bool:
     return all((folder(root) / name).is_file() for name in FILES)
 
 
-def read_idx(path) -> np.ndarray:
-    """An IDX file (gzip or plain) as a numpy array: magic 0x0000 + dtype code 0x08 (uint8)
-    + number of dimensions, then one big-endian uint32 per dimension, then the data."""
+def _content(path) -> bytes:
+    """The decompressed bytes of an IDX file (gzip or plain), from a regular file only."""
+    from ..atomic import regular_file
     opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        raw = f.read()
+    with opener(regular_file(Path(path)), "rb") as f:
+        return f.read()
+
+
+def parse_idx(raw: bytes, path) -> np.ndarray:
+    """IDX bytes as a numpy array: magic 0x0000 + dtype code 0x08 (uint8) + number of
+    dimensions, then one big-endian uint32 per dimension, then the data."""
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
         raise ValueError(f"file={str(path)!r}: not an IDX file of unsigned bytes")
     ndim = raw[3]
@@ -78,51 +78,48 @@ def read_idx(path) -> np.ndarray:
     return data.reshape(shape)
 
 
+def read_idx(path) -> np.ndarray:
+    """An IDX file (gzip or plain) as a numpy array (:func:`parse_idx`)."""
+    return parse_idx(_content(path), path)
+
+
+def _verified(base: Path, name: str) -> bytes:
+    """The decompressed content of one staged file, checked against its sha256
+    (:data:`FILES`): a one-line DataInvalidError for a missing, unreadable, damaged or
+    altered copy, whatever its size and modification time."""
+    from .types import DataInvalidError
+    path = base / name
+    try:
+        raw = _content(path)
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise DataInvalidError(f"dataset='fashion_mnist': {path}: unreadable "
+                               f"({getattr(e, 'strerror', None) or e}); delete {base} and "
+                               "run python -m tff_idp.data fetch fashion_mnist") from None
+    got = hashlib.sha256(raw).hexdigest()
+    if got != FILES[name]:
+        raise DataInvalidError(
+            f"dataset='fashion_mnist': {path}: sha256 of its content is {got[:16]}..., "
+            f"expected {FILES[name][:16]}...; a damaged or altered copy: delete {base} and "
+            "run python -m tff_idp.data fetch fashion_mnist")
+    return raw
+
+
 def verify(root) -> None:
     """DataInvalidError (one line) unless each of the four staged files has its expected
-    content (sha256 of the decompressed IDX). A file whose size and modification time are
-    those recorded at its last good check (``.verified.json``) is not read again."""
-    from .types import DataInvalidError
+    content (sha256 of the decompressed IDX), read every time: a byte flipped with the
+    modification time kept is caught (about 0.5 s for the four files)."""
     base = folder(root)
-    stamp_path = base / STAMP
-    try:
-        stamp = json.loads(stamp_path.read_text())
-    except (OSError, ValueError):
-        stamp = {}
-    good, changed = {}, False
-    for name, want in FILES.items():
-        path = base / name
-        try:
-            st = path.stat()
-        except OSError as e:
-            raise DataInvalidError(f"dataset='fashion_mnist': {path}: missing ({e.strerror})")
-        seen = [st.st_size, st.st_mtime_ns]
-        if stamp.get(name) != seen:
-            try:
-                check_files(base, only=name)
-            except FetchError as e:
-                raise DataInvalidError(
-                    f"dataset='fashion_mnist': {e}; a damaged or altered copy: delete "
-                    f"{base} and run python -m tff_idp.data fetch fashion_mnist") from e
-            changed = True
-        good[name] = seen
-    if changed:
-        try:                                    # a read-only copy is checked every time
-            tmp = stamp_path.with_name(f"{STAMP}.{os.getpid()}")
-            tmp.write_text(json.dumps(good) + "\n")
-            os.replace(tmp, stamp_path)
-        except OSError:
-            pass
+    for name in FILES:
+        _verified(base, name)
 
 
 def load_arrays(root):
     """(x_train, y_train, x_test, y_test): float32 images in [0, 1] of shape [n, 28, 28, 1]
-    (TFDS's layout) and int32 labels, from files whose content is verified (:func:`verify`)
-    and whose counts agree."""
+    (TFDS's layout) and int32 labels, from files whose content is verified as they are read
+    (:func:`_verified`: each file decompressed once) and whose counts agree."""
     from .types import DataInvalidError
-    verify(root)
     base = folder(root)
-    raw = {name: read_idx(base / name) for name in FILES}
+    raw = {name: parse_idx(_verified(base, name), base / name) for name in FILES}
     out = []
     for split in ("train", "t10k"):
         images = raw[f"{split}-images-idx3-ubyte.gz"]

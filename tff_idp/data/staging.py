@@ -111,8 +111,8 @@ def stage(need: Need, check_only: bool = False,
 
 def verify(need: Need) -> None:
     """DataInvalidError when the staged files of a data set with known checksums are not
-    the known ones (Fashion-MNIST's IDX files; a stamp per file size and mtime avoids
-    re-reading unchanged files), DataUnavailableError for Adult's (size and md5). Others: nothing to check here (their loaders validate what
+    the known ones (Fashion-MNIST's IDX files, by the sha256 of their content, read every
+    time), DataUnavailableError for Adult's (size and md5). Others: nothing to check here (their loaders validate what
     they read: ``data.validate``)."""
     from . import fashion_mnist
     if need.dataset == "fashion_mnist" and fashion_mnist.present(need.data_root):
