@@ -215,3 +215,24 @@ def _first_accuracy(text, value):
             lines[i] = ",".join(cells)
             break
     return "\n".join(lines) + "\n"
+
+
+def test_a_file_size_limit_ends_the_run_in_one_line_with_nothing_complete(tmp_path):
+    """Issue 76: under ``ulimit -f`` the run's first large write raised an OSError (EFBIG)
+    traceback. Now one line naming the limit, exit 1, no lock left, nothing complete."""
+    import resource
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tff_idp.run", "--backend", "fast", "--set", "rounds=2",
+         "--set", 'methods=["dp_fedavg"]', "--set", 'output_dir="res"'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, preexec_fn=limit,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(root)))
+    errors = [l for l in proc.stderr.replace("\r", "\n").splitlines()
+              if l.startswith(("error", "Traceback"))]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr[-2000:]
+    assert errors[0].startswith("error: file too large (a file-size limit")
+    runs = list((tmp_path / "res").glob("*/*"))
+    assert runs and all(p.name.endswith(".partial") for p in runs if p.is_dir())
+    assert not list((tmp_path / "res").rglob("*.lock"))

@@ -107,6 +107,24 @@ def out_of_space_line(e: OSError, folder: Path) -> str:
             "marked complete: free some space and run the same command")
 
 
+# the other reasons a write into a results folder fails, besides space (errno -> words)
+WRITE_FAILURES = {errno.EFBIG: "file too large (a file-size limit, e.g. ulimit -f)",
+                  errno.EROFS: "read-only file system",
+                  errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+                  errno.ENOENT: "a folder was removed", errno.ENOTDIR: "not a folder"}
+
+
+def write_failure_line(e: BaseException, folder: Path):
+    """One line for a run's write that failed (no space, a file-size limit, a file system
+    made read-only, a folder removed or unwritable), or None for any other error."""
+    if is_out_of_space(e):
+        return out_of_space_line(e, folder)
+    if isinstance(e, OSError) and e.errno in WRITE_FAILURES:
+        return (f"{WRITE_FAILURES[e.errno]} writing {e.filename or folder}; nothing was "
+                "marked complete: fix it and run the same command")
+    return None
+
+
 def folder_conflict(path: Path):
     """Why a folder cannot be made (or used) at ``path``, or None: it or one of its parents
     is a regular file, or a symbolic link that leads nowhere (dangling, or a loop)."""

@@ -26,7 +26,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .atomic import FolderLocked, check_writable_dir, is_out_of_space, out_of_space_line
+from .atomic import FolderLocked, check_writable_dir, write_failure_line
 from .errors import ConfigError, UnsupportedByBackend
 from .runtime import StoppedInStartUp
 
@@ -300,16 +300,13 @@ def _main(argv, stop) -> int:
     except StoppedInStartUp:
         return _stopped_line(stop)
     except OSError as e:
-        if is_out_of_space(e):
-            print(f"error: {out_of_space_line(e, Path(cfg.output_dir) / cfg.name)}",
-                  file=sys.stderr)
-            return 1
-        if isinstance(e, (PermissionError, FileNotFoundError, NotADirectoryError)):
-            # a results folder made read-only, or removed, while the run wrote into it
-            print(f"error: {e.filename or Path(cfg.output_dir) / cfg.name}: {e.strerror}; "
-                  "the run's results could not be written", file=sys.stderr)
-            return 1
-        raise
+        # no space, a file-size limit, a results folder made read-only or removed while
+        # the run wrote into it: one line, nothing marked complete
+        line = write_failure_line(e, Path(cfg.output_dir) / cfg.name)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     finally:
         close_tff()
 

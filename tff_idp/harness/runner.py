@@ -19,7 +19,7 @@ from typing import List, Optional
 
 from tqdm.auto import tqdm
 
-from ..atomic import FolderLocked, is_out_of_space, out_of_space_line
+from ..atomic import FolderLocked, write_failure_line
 from ..engine.checkpoint import read_heartbeat
 from ..results import is_complete
 from .failures import FAILED
@@ -54,8 +54,9 @@ def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[s
             (partial / FAILED).write_text(traceback.format_exc())
         except OSError:                   # a full disk: the line below still says why
             pass
-        if is_out_of_space(e):
-            return f"{unit.label}: {out_of_space_line(e, unit.folder.parent)}"
+        line = write_failure_line(e, unit.folder.parent)
+        if line is not None:
+            return f"{unit.label}: {line}"
         return f"{unit.label}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
