@@ -286,3 +286,20 @@ def test_table_keys_that_would_be_ignored_are_refused(tmp_path, capfd, edit, nee
     err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
     assert status == 2 and len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_a_report_dir_that_cannot_be_a_folder_is_one_line(tmp_path, capfd, kind):
+    """Issue 76: --report-dir naming a file or a dangling link was a FileExistsError
+    traceback."""
+    from tff_idp import report
+    from tests.harness.conftest import tiny_table
+    path = tiny_table(tmp_path)
+    target = tmp_path / "out"
+    if kind == "file":
+        target.write_text("x")
+    else:
+        target.symlink_to(tmp_path / "nowhere" / "x")
+    status = report.main([str(path), "--scale", "smoke", "--report-dir", str(target)])
+    err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]
+    assert status == 2 and len(err) == 1 and err[0].startswith("error: --report-dir="), err

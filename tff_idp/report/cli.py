@@ -22,6 +22,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ..atomic import check_writable_dir
 from ..config import ConfigError
 from ..harness.table import (expand, load_table, only_datasets, only_methods, require_scale,
                              unit_complete, with_overrides)
@@ -156,6 +157,8 @@ def _report(args) -> int:
             if archive_root(spec) is None:
                 raise ConfigError(f"--archive: {args.table} is not under a folder named runs/ "
                                   "(the archive is runs/archive/)")
+        if args.out:                        # a file or a dangling link there: one line
+            check_writable_dir("--report-dir", args.out)
         if args.replot and "convergence" not in spec.figures:
             raise ConfigError(f"--replot: {args.table} draws no convergence figure (its "
                               f"[table] figures = {spec.figures})")
