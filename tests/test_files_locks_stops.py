@@ -236,3 +236,25 @@ def test_a_file_size_limit_ends_the_run_in_one_line_with_nothing_complete(tmp_pa
     runs = list((tmp_path / "res").glob("*/*"))
     assert runs and all(p.name.endswith(".partial") for p in runs if p.is_dir())
     assert not list((tmp_path / "res").rglob("*.lock"))
+
+
+@pytest.mark.parametrize("where", [".partial", "finished"])
+def test_a_link_in_a_run_folders_place_is_never_written_through(tmp_path, capfd, where):
+    """Issue 76: a ``.partial`` run folder that was a link to an outside folder got the run's
+    files written there and the finished run became that link; --force on a linked run
+    folder was a traceback. Now the link (only the link) is removed and the run writes a
+    folder of its own; what the link led to is untouched."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    folder = tmp_path / "res" / "digits-default+rounds_1_backend_fast" / "dp_fedavg-seed0"
+    folder.parent.mkdir(parents=True)
+    link = folder.with_name(folder.name + ".partial") if where == ".partial" else folder
+    link.symlink_to(outside, target_is_directory=True)
+    status = run.main(["--backend", "fast", "--set", "rounds=1", "--set",
+                       'methods=["dp_fedavg"]', "--set", f'output_dir="{tmp_path / "res"}"']
+                      + (["--force"] if where == "finished" else []))
+    assert status == 0, capfd.readouterr().err[-2000:]
+    assert folder.is_dir() and not folder.is_symlink()
+    assert (folder / "metrics.csv").is_file()
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]

@@ -196,6 +196,12 @@ class AtomicFolder:
     def __enter__(self) -> Path:
         if self.shared:
             self._remove_abandoned()
+        if self.partial.is_symlink() or (self.partial.exists() and not self.partial.is_dir()):
+            # not a folder this code made: writing through it would put the run's files
+            # wherever it leads (and make the finished run that link)
+            print(f"warning: {self.partial} is not a folder of ours (a link or a file): "
+                  "removed, what a link leads to untouched; starting afresh", file=sys.stderr)
+            _discard(self.partial)
         if self.partial.exists() and not self.keep_partial:
             shutil.rmtree(self.partial)
         self.partial.mkdir(parents=True, exist_ok=True)
@@ -216,8 +222,8 @@ class AtomicFolder:
         if exc_type is not None:
             return False
         if not self.shared:
-            if self.path.exists():
-                shutil.rmtree(self.path)
+            if self.path.exists() or self.path.is_symlink():
+                _discard(self.path)            # a link in the run's place: the link only
             os.replace(self.partial, self.path)
             return False
         try:
@@ -227,6 +233,15 @@ class AtomicFolder:
                 raise
             shutil.rmtree(self.partial)      # another writer finished the same entry first
         return False
+
+
+def _discard(path: Path) -> None:
+    """Remove ``path``: a link or a file itself (never what a link leads to), a folder with
+    its content."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
 
 
 def _holds(pid: int, lock: Path) -> bool:
