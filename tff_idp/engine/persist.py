@@ -41,8 +41,9 @@ def split_rows(rows):
 def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
     """The summary of a finished run of ``method`` under ``cfg`` in ``folder``, or None when
     there is none to trust: every file must parse, the config's fingerprint must be this
-    run's, and metrics.csv must hold ``cfg.rounds`` rows (a truncated or foreign file means
-    the run is done again)."""
+    run's (stored, and recomputed from config.json's content), metrics.csv must hold
+    ``cfg.rounds`` rows and the last round's accuracy a finite number (a truncated, foreign,
+    edited or damaged file means the run is done again)."""
     folder = Path(folder)
     try:
         made = json.loads(regular_file(folder / "config.json").read_text())
@@ -56,9 +57,38 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
         return None
     if not isinstance(made, dict) or made.get("fingerprint") != run_fingerprint(cfg, method):
         return None
+    if _made_fingerprint(made) != made["fingerprint"]:     # config.json edited since
+        return None
     if len(rows) != cfg.rounds or any(None in r.values() for r in rows):
         return None
+    if not _finite_result(rows[-1], summary):               # a NaN where a number must be
+        return None
     return summary
+
+
+def _made_fingerprint(made: dict) -> Optional[str]:
+    """The fingerprint of the config config.json holds, recomputed (the stored one alone
+    would vouch for a config edited after the run); None when it no longer parses."""
+    from ..config import KEYS, ConfigError, from_mapping
+    try:
+        cfg = from_mapping({k: v for k, v in made.items() if k in KEYS})
+        return run_fingerprint(cfg, made.get("method", ""))
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _finite_result(last: dict, summary: RunSummary) -> bool:
+    """The last round's accuracy (the global or the personalised one, whichever the run
+    evaluates) and the summary's are finite numbers: an accuracy is never NaN, so a NaN
+    there is a damaged file."""
+    import math
+    values = [last[k] for k in ("test_accuracy", "personal_test_accuracy")
+              if last.get(k) not in (None, "")]
+    try:
+        return bool(values) and all(math.isfinite(float(v)) for v in values) and \
+            math.isfinite(float(summary.final_test_accuracy))
+    except (TypeError, ValueError):
+        return False
 
 
 def foreign_run(folder: Path, cfg, method: str) -> Optional[str]:

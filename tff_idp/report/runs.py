@@ -40,6 +40,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     failed runs among the missing: ``harness.failures``)}} from the complete results folders."""
     from ..engine.segments import of_summary
     from ..harness import cost
+    from ..harness.table import unit_complete
     from ..results import is_complete
     cells: Dict[tuple, dict] = {}
     for u in units:
@@ -49,7 +50,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
                               "observers": [], "local_dp": [], "plans": [], "audits": [],
                               "unreadable": [],
                               "metric": "test_accuracy", "segments": [], "failed": 0})
-        if not is_complete(u.folder):
+        if not is_complete(u.folder) or not unit_complete(u):   # damaged or edited: missing
             c["missing"].append(u.label)
             continue
         try:
