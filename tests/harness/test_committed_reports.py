@@ -144,10 +144,9 @@ def _committed() -> dict:
 
 def _only(found, config: str) -> list:
     """``--only LABELS`` when the committed report covers some of its config's data sets
-    (Table II's FMNIST column is one report, its Shakespeare column another), else []."""
-    from tff_idp.harness.table import load_table
-    every = load_table(str(ROOT / config)).datasets
-    return [] if set(found.datasets) == set(every) else ["--only", ",".join(found.datasets)]
+    (``report.evidence.only_args``)."""
+    from tff_idp.report.evidence import only_args
+    return only_args(found, ROOT)
 
 
 @pytest.mark.parametrize("report, config", REDRAWN, ids=[r.split("/")[-1] for r, _ in REDRAWN])

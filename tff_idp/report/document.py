@@ -83,7 +83,7 @@ def write_report(spec: TableSpec, scale: str, out: Optional[Path] = None,
             "Test accuracy (%) at the last round of the model whose private part is the mean "
             f"of every client's, on the whole test set (metrics.csv: `{AVERAGED}`), beside "
             "the personalised accuracy above. † Not private: its private part averages the "
-            "clients' private halves, which no noise touches; an accuracy to compare, not a "
+            "clients' personal parts, which no noise touches; an accuracy to compare, not a "
             "release any epsilon covers.")
         md += second_metric_table(
             spec, cells, "client", "The global model on each client's classes",

@@ -86,6 +86,15 @@ def committed_reports(root: Path) -> List[CommittedReport]:
     return out
 
 
+def only_args(found: CommittedReport, root: Path) -> List[str]:
+    """``--only LABELS`` for a committed report's redraw when it covers some of its config's
+    data sets (Table II's FMNIST column is one report, its Shakespeare column another), else
+    []: the row's command and the redraw test's."""
+    from ..harness.table import load_table
+    every = load_table(str(root / found.config)).datasets
+    return [] if set(found.datasets) == set(every) else ["--only", ",".join(found.datasets)]
+
+
 def committed_for(root: Path, config: Path, scale: str, datasets) -> List[CommittedReport]:
     """The committed reports of ``config`` at ``scale`` that show any of ``datasets``."""
     config = Path(config).resolve()
