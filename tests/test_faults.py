@@ -304,7 +304,7 @@ def test_a_damaged_fashion_mnist_file_is_refused_at_load_and_by_check(tmp_path, 
     base = _made_fashion_mnist(tmp_path, monkeypatch)
     root, no_tfds = str(tmp_path / "root"), str(tmp_path / "no-tfds")
     assert len(sources.load("fashion_mnist", root=root, data_dir=no_tfds).y_train) == 40
-    assert (base / fashion_mnist.STAMP).exists()           # checked once, then stamped
+    assert not (base / ".verified.json").exists()    # no mtime stamp: content every time
     labels = fashion_mnist.read_idx(base / "train-labels-idx1-ubyte.gz")
     _rewrite_idx(base / "train-labels-idx1-ubyte.gz",
                  labels[:39] if damage == "cut" else np.zeros_like(labels))

@@ -309,6 +309,7 @@ LEAK, NO_LEAK, CANNOT_DETECT = "leak detected", "no leak detected", "cannot dete
 POWER = 0.8                   # the detection probability "no leak detected" asks for
 POWER_AT = 2.0                # ... against a true epsilon this many times the claim
 POWER_TRIALS = 1000           # Monte Carlo audits per power estimate (std error <= 1.6%)
+POWER_SEED = 0                # their draws: the same at every epsilon (common random numbers)
 
 
 def verdict(bound: float, claimed_epsilon: float, m: int, delta: float,
@@ -399,22 +400,22 @@ def detection_thresholds(m: int, delta: float, claimed_epsilon: float,
 
 def detection_power(true_epsilon: float, m: int, delta: float, claimed_epsilon: float,
                     confidence: float = 0.95, fractions: Sequence[float] = FRACTIONS,
-                    trials: int = POWER_TRIALS, seed: int = 0,
+                    trials: int = POWER_TRIALS,
                     thresholds: Optional[List[Optional[int]]] = None) -> float:
     """The probability that the audit of ``m`` canaries (:func:`best_lower_bound`) detects a
     leak (bound above ``claimed_epsilon``) when the mechanism is the Gaussian mechanism of
     true epsilon ``true_epsilon`` at ``delta`` (module docstring): the share of ``trials``
     seeded simulated audits (each canary inserted with probability 1/2, scores N(mu, 1) in
     and N(0, 1) out, ties impossible) whose correct guesses reach a count's threshold
-    (:func:`detection_thresholds`). The same seed gives the same draws at every epsilon, so
-    the estimate rises with ``true_epsilon``."""
+    (:func:`detection_thresholds`). The draws are seeded (:data:`POWER_SEED`, the canary
+    count): the same at every epsilon, so the estimate rises with ``true_epsilon``."""
     if thresholds is None:
         thresholds = detection_thresholds(m, delta, claimed_epsilon, confidence, fractions)
     counts = guess_counts(m, fractions)
     if all(t is None for t in thresholds):
         return 0.0
     mu = gaussian_mu(true_epsilon, delta)
-    rng = np.random.default_rng([seed, m])
+    rng = np.random.default_rng([POWER_SEED, m])
     detected = 0
     chunk = max(1, min(trials, 2_000_000 // m))         # at most ~16 MB of scores at once
     for start in range(0, trials, chunk):

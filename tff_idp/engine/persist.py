@@ -57,8 +57,8 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
         return None
     if not isinstance(made, dict) or made.get("fingerprint") != run_fingerprint(cfg, method):
         return None
-    if _made_fingerprint(made) != made["fingerprint"]:     # config.json edited since
-        return None
+    if "method" in made and made_fingerprint(made) != made["fingerprint"]:
+        return None                    # config.json (a whole config) edited since the run
     if len(rows) != cfg.rounds or any(None in r.values() for r in rows):
         return None
     if not _finite_result(rows[-1], summary):               # a NaN where a number must be
@@ -66,7 +66,7 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
     return summary
 
 
-def _made_fingerprint(made: dict) -> Optional[str]:
+def made_fingerprint(made: dict) -> Optional[str]:
     """The fingerprint of the config config.json holds, recomputed (the stored one alone
     would vouch for a config edited after the run); None when it no longer parses."""
     from ..config import KEYS, ConfigError, from_mapping

@@ -6,7 +6,8 @@ new machine (or a clean clone) does not have: without the runs, ``python -m tff_
 cannot redraw a committed report, and adding seeds to it means training the old ones again.
 The archive is ``runs/archive/`` beside the configs: ``<table>/<scale>/<cell>/<method>-seed<n>/``
 holding a complete run's folder as the harness wrote it (config.json with the run
-fingerprint, metrics.csv, ledger.csv, summary.json; tens of kB, no checkpoint).
+fingerprint, metrics.csv, ledger.csv, summary.json, and since issue 75 server.csv and
+observers.json; tens of kB, no checkpoint).
 
 ``python -m tff_idp.report CONFIG --scale S --archive`` copies the table's complete runs in;
 ``harness.reuse`` then finds them like any other run of the same fingerprint, so ``run``,

@@ -40,7 +40,6 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
     failed runs among the missing: ``harness.failures``)}} from the complete results folders."""
     from ..engine.segments import of_summary
     from ..harness import cost
-    from ..harness.table import unit_complete
     from ..results import is_complete
     cells: Dict[tuple, dict] = {}
     for u in units:
@@ -50,7 +49,7 @@ def collect(units: List[Unit]) -> Dict[tuple, dict]:
                               "observers": [], "local_dp": [], "plans": [], "audits": [],
                               "unreadable": [],
                               "metric": "test_accuracy", "segments": [], "failed": 0})
-        if not is_complete(u.folder) or not unit_complete(u):   # damaged or edited: missing
+        if not is_complete(u.folder):
             c["missing"].append(u.label)
             continue
         try:
@@ -127,6 +126,7 @@ def read_run(folder: Path):
         raise UnreadableRun(f"{path}: no {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
         raise UnreadableRun(f"{path}: {e}") from e
+    check_config(folder)
     metric = s.headline_metric                  # personalised where it is
     path = folder / "metrics.csv"
     last = {}                                   # each second accuracy the run records: its last
@@ -135,6 +135,9 @@ def read_run(folder: Path):
             rows = list(csv.DictReader(f))
         curve = [100.0 * fraction(r[metric], f"{metric} of round {r.get('round', '?')}")
                  if r.get(metric) not in (None, "", "nan") else math.nan for r in rows]
+        if rows and math.isnan(curve[-1]):      # the last round is always evaluated
+            raise ValueError(f"{metric} of the last round is {rows[-1].get(metric)!r}, "
+                             "not a number")
         for key, column in SECOND_METRICS.items():
             values = [100.0 * fraction(r[column], f"{column} of round {r.get('round', '?')}")
                       for r in rows if r.get(column) not in (None, "", "nan")]
@@ -153,6 +156,24 @@ def read_run(folder: Path):
     except (OSError, ValueError, TypeError) as e:
         raise UnreadableRun(f"{path}: {e}") from e
     return s, curve, last
+
+
+def check_config(folder: Path) -> None:
+    """UnreadableRun when config.json holds a whole config (as every run writes it) whose
+    recomputed fingerprint is not the one stored beside it: the file was edited after the
+    run, so the numbers are another config's (``engine.persist.complete_run`` makes ``run``
+    train it again)."""
+    path = folder / "config.json"
+    try:
+        made = _read_json(path)
+    except (OSError, ValueError) as e:
+        raise UnreadableRun(f"{path}: {e}") from e
+    if not isinstance(made, dict) or "method" not in made:
+        return                                   # no config to recompute from
+    from ..engine.persist import made_fingerprint
+    if made_fingerprint(made) != made.get("fingerprint"):
+        raise UnreadableRun(f"{path}: its content is not the config its fingerprint "
+                            "names (edited after the run)")
 
 
 CURVES = "curves.csv"      # each run's accuracy per round, beside the report
