@@ -120,8 +120,9 @@ def write_failure_line(e: BaseException, folder: Path):
     if is_out_of_space(e):
         return out_of_space_line(e, folder)
     if isinstance(e, OSError) and e.errno in WRITE_FAILURES:
-        return (f"{WRITE_FAILURES[e.errno]} writing {e.filename or folder}; nothing was "
-                "marked complete: fix it and run the same command")
+        return (f"{WRITE_FAILURES[e.errno]} writing {e.filename or folder}: the run's "
+                "results could not be written; nothing was marked complete, fix it and run "
+                "the same command")
     return None
 
 

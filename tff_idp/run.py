@@ -11,14 +11,6 @@ from __future__ import annotations
 import signal
 import sys
 
-if __name__ == "__main__":
-    # python -m tff_idp.run: from this module's first line a Ctrl-C or SIGTERM only records
-    # itself, and main() passes it on to runtime.StopRequests; on a loaded machine the
-    # imports before main() take longer than the quickest Ctrl-C a person can give
-    _EARLY_STOPS: list = []
-    for _signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_signum, lambda signum, frame: _EARLY_STOPS.append(signum))
-
 import argparse
 import dataclasses
 import os
@@ -208,7 +200,10 @@ def main(argv=None) -> int:
     from .runtime import StopRequests
     try:
         with StopRequests() as stop:
-            early = globals().get("_EARLY_STOPS")     # as __main__: a request before this
+            # python -m tff_idp.run: a request during the imports before this, recorded
+            # by the package (tff_idp/__init__.py: on a loaded machine the imports take
+            # longer than the quickest Ctrl-C a person can give)
+            from . import EARLY_STOPS as early
             if early and stop.signum is None:
                 stop.signum = early[0]
             return _main(argv, stop)

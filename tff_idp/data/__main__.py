@@ -21,17 +21,8 @@ labels min/median/max, and bytes (on disk for built sets, in memory otherwise).
 """
 from __future__ import annotations
 
-import signal
-import sys
-
-if __name__ == "__main__":
-    # as run.py: from the first line a Ctrl-C or SIGTERM only records itself, and
-    # runtime.run_stoppable ends the command with one line (exit 130 / 143)
-    _EARLY_STOPS: list = []
-    for _signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_signum, lambda signum, frame: _EARLY_STOPS.append(signum))
-
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -189,4 +180,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     from ..runtime import run_stoppable
-    sys.exit(run_stoppable(main, early=_EARLY_STOPS))
+    from .. import EARLY_STOPS          # a stop during the imports (tff_idp/__init__.py)
+    sys.exit(run_stoppable(main, early=EARLY_STOPS))
