@@ -32,13 +32,14 @@ READINGS = {"30 local steps": "steps", "30 local epochs": "epochs"}
 
 
 def curves():
-    """{column: [(round, accuracy %)]} of the report's curves.csv (rounds evaluated)."""
+    """{column: [(round, accuracy %)]} of the report's curves.csv (in % there; rounds
+    evaluated)."""
     out = {}
     with open(REPORT / "curves.csv", newline="") as f:
         for row in csv.DictReader(f):
             if row["accuracy"]:
                 out.setdefault(row["column"], []).append((int(row["round"]),
-                                                          100 * float(row["accuracy"])))
+                                                          float(row["accuracy"])))
     return out
 
 
