@@ -122,7 +122,7 @@ def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False,
     tff.simulation.baselines.shakespeare), on the same clients and windows. ``chunks``
     (``shakespeare-leaf-chunks``, TFF's task): each client's training text cut into
     non-overlapping pieces of 81 characters, as TFF's and FedML's Shakespeare trainers cut
-    it, so that a local epoch is one pass over the text (about 52 pieces a client on
+    it, so that a local epoch is one pass over the text (about 51 pieces a client on
     average, where the windows number about 4,190); the test windows are the positions
     set's, so accuracies compare with it."""
     from pathlib import Path

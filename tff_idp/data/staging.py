@@ -112,8 +112,8 @@ def stage(need: Need, check_only: bool = False,
 def verify(need: Need) -> None:
     """DataInvalidError when the staged files of a data set with known checksums are not
     the known ones (Fashion-MNIST's IDX files, by the sha256 of their content, read every
-    time), DataUnavailableError for Adult's (size and md5). Others: nothing to check here (their loaders validate what
-    they read: ``data.validate``)."""
+    time), DataUnavailableError for Adult's (size and md5). Others: nothing to check here
+    (their loaders validate what they read: ``data.validate``)."""
     from . import fashion_mnist
     if need.dataset == "fashion_mnist" and fashion_mnist.present(need.data_root):
         fashion_mnist.verify(need.data_root)

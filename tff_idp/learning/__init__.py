@@ -2,7 +2,8 @@
 
 - :func:`dp_aggregator`: a client-level Gaussian DP aggregator for stock
   ``tff.learning.algorithms.build_unweighted_fed_avg`` / ``build_weighted_fed_avg``
-  (through ``tff.aggregators.as_weighted_aggregator``; ``aggregator``); :func:`dp_event`, :func:`dp_event_from_state` for dp-accounting;
+  (through ``tff.aggregators.as_weighted_aggregator``; ``aggregator``); :func:`dp_event`,
+  :func:`dp_event_from_state` for dp-accounting;
   :func:`private_metrics_aggregator` keeps stock FedAvg's un-noised training metrics at the
   clients (``metrics``).
 - :func:`plan_from_budgets`: a group-DP method's per-group numbers from the budgets

@@ -209,8 +209,9 @@ def tagged_type(value_type, num_groups: int):
 
 class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
     """The bare model delta through a one-group :class:`GroupGaussianFactory`: each client
-    tags its update with the group and a fresh seed (:func:`~tff_idp.dpmath.secret_seed`), and the result is
-    put back in the delta's own container type (what ``tff.learning`` checks)."""
+    tags its update with the group and a fresh seed (:func:`~tff_idp.dpmath.secret_seed`),
+    and the result is put back in the delta's own container type (what ``tff.learning``
+    checks)."""
 
     def __init__(self, inner: GroupGaussianFactory):
         self.inner = inner
@@ -220,7 +221,8 @@ class DPAggregator(tff.aggregators.UnweightedAggregationFactory):
 
         @tff.tensorflow.computation(value_type)
         def tag(update):
-            return collections.OrderedDict(update=update, group=tf.ones([1]), seed=dpmath.secret_seed())
+            return collections.OrderedDict(update=update, group=tf.ones([1]),
+                                           seed=dpmath.secret_seed())
 
         as_value_type = restore_container(value_type,
                                           inner.next.type_signature.result.result.member)

@@ -246,7 +246,8 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
     SGD at 1.0, Alg. 1 line 19); ``plan``: :func:`~tff_idp.learning.plan_from_budgets`;
     ``noise_seed``: the server's draws (``noise_draw="group"`` plans, empty groups) come
     from a secret seed by default; an int32 fixes them for a reproducible simulation, and
-    every guarantee then holds only while that seed is secret; ``record_aggregation_factory``: how the noised records are summed (e.g.
+    every guarantee then holds only while that seed is secret;
+    ``record_aggregation_factory``: how the noised records are summed (e.g.
     ``tff.aggregators.SecureSumFactory``). PFA's public rows need each cohort client's row
     among the round's public clients, which a client cannot know: PFA is refused here (its
     runs go through ``tff_idp.run``)."""

@@ -35,15 +35,16 @@ local subsample only. MS-PAFL's private half is trained on earlier subsamples an
 the client, so earlier records feed later uploads: the amplification by *local subsampling*
 that Corollary 1, Theorems 3-4 and the RDP cross-check rely on does not hold for it
 (amplification by check-in survives: by convexity, a round the client does not check in to
-releases nothing of it). And whoever sees a client's personalised model sees that private
-half itself, which no noise touches: against that observer MS-PAFL is not private
-(``guarantee.observers.personalised_model_viewers``, epsilon "not private"); the report's
-"averaged model" (every client's private half averaged) is not private either. ``ms_pafl``'s summary therefore says that Theorem 4's table epsilon
-does not cover the private half (``guarantee.table_epsilon_covers = false`` with the reason)
+releases nothing of it). ``ms_pafl``'s summary therefore says that Theorem 4's table
+epsilon does not cover the private half (``guarantee.table_epsilon_covers = false`` with the reason)
 and reports the bound that does hold, ``covering_epsilon_max``: every upload is a Gaussian
 release of a clipped model (any two lie 2C apart, noise sigma), composed over the client's
-participations without amplification, against the server and the model's viewers alike
-(``guarantee.valid = true``, shown in both columns of the run table).
+participations without amplification, against the server and the global model's viewers alike
+(``guarantee.valid = true``, shown in both columns of the run table). And whoever sees a
+client's personalised model sees the private half itself, which no noise touches: against
+that observer MS-PAFL is not private (``guarantee.observers.personalised_model_viewers``,
+epsilon "not private"); the report's "averaged model" (every client's private half
+averaged) is not private either.
 
 What else a round releases: the realised check-in count |X^t| (the server divides by
 nu |X^t|, eq. 13) and, in a round nobody checked in to, nothing at all (the model is kept,
