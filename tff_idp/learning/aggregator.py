@@ -57,6 +57,7 @@ from .. import dpmath
 from ..aggregators import GroupGaussianFactory
 from ..config import CLIP_RANGE, LIMITS, NOISE_MULTIPLIER_RANGE
 from ..queries import AdaptiveClipping
+from ..queries.group_gaussian import check_noise_seed
 from ..runtime import import_tff
 
 tff = import_tff()
@@ -168,17 +169,6 @@ def dp_event(noise_multiplier: float, sampling_rate: float, rounds: int):
         raise ValueError(f"rounds={rounds!r}: must be an integer in [1, {LIMITS['rounds']:,}]")
     return dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
         sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), rounds)
-
-
-def check_noise_seed(noise_seed) -> None:
-    """``noise_seed`` is None (a secret seed) or an int32, else a one-line error naming it."""
-    if noise_seed is None:
-        return
-    if isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer)):
-        raise TypeError(f"noise_seed={noise_seed!r}: must be None (a secret seed, the "
-                        "default) or an integer")
-    if not -2**31 <= noise_seed < 2**31:
-        raise ValueError(f"noise_seed={noise_seed!r}: must fit in int32")
 
 
 def restore_container(value_type, result_type):

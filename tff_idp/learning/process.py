@@ -36,7 +36,8 @@ import tensorflow as tf
 
 from ..runtime import import_tff
 from .. import dpmath
-from .aggregator import check_noise_seed, restore_container
+from ..queries.group_gaussian import check_noise_seed
+from .aggregator import restore_container
 from .plan import GroupDPPlan
 
 tff = import_tff()

@@ -48,6 +48,18 @@ STATE_KEYS = ("clips", "noise_stddevs", "expected_cohorts", "weights", "keep_fra
               "private")
 
 
+def check_noise_seed(noise_seed) -> None:
+    """``noise_seed`` is None (a secret seed) or an int32, else a one-line error naming it
+    (the query's, and every library builder's that passes one on)."""
+    if noise_seed is None:
+        return
+    if isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer)):
+        raise TypeError(f"noise_seed={noise_seed!r}: must be None (a secret seed, the "
+                        "default) or an integer")
+    if not -2**31 <= noise_seed < 2**31:
+        raise ValueError(f"noise_seed={noise_seed!r}: must fit in int32")
+
+
 @dataclasses.dataclass(frozen=True)
 class AdaptiveClipping:
     """Adaptive clipping of Andrew et al. (2021), Alg. 1, on the shared clip of every group:
@@ -103,10 +115,7 @@ class GroupGaussianQuery:
                  adaptive: Optional[AdaptiveClipping] = None, noise_draw: str = "client",
                  noise_seed: Optional[int] = None):
         m = len(clips)
-        if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(
-                noise_seed, (int, np.integer)) or not -2**31 <= noise_seed < 2**31):
-            raise ValueError(f"noise_seed={noise_seed!r}: must be None (a secret seed) or "
-                             "an int32")
+        check_noise_seed(noise_seed)
         if noise_draw not in NOISE_DRAWS:
             raise ValueError(f"noise_draw={noise_draw!r} is not one of {NOISE_DRAWS}")
         r = np.asarray(expected_cohorts, dtype=float)
