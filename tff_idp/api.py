@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 
 from .algorithms.plan import MethodPlan
 from .atomic import regular_file
+from .privacy.threat_model import SERVER_CSV
 from .config import ConfigError, ExperimentConfig, from_mapping, validate
 from .data.types import ArrayData
 from .results import RunSummary
@@ -76,13 +77,13 @@ def read_run(folder) -> RunResult:
         summary = RunSummary.from_dict(
             json.loads(regular_file(folder / "summary.json").read_text()))
         tables = {}
-        for name in ("metrics.csv", "ledger.csv", "server.csv"):
-            if name == "server.csv" and not (folder / name).exists():   # runs made before
+        for name in ("metrics.csv", "ledger.csv", SERVER_CSV):
+            if name == SERVER_CSV and not (folder / name).exists():     # runs made before
                 continue                                               # issue 75
             with open(regular_file(folder / name), newline="") as f:
                 tables[name] = [{k: _number(v) for k, v in row.items()}
                                 for row in csv.DictReader(f)]
-        by_round = {r["round"]: r for r in tables.get("server.csv", [])}
+        by_round = {r["round"]: r for r in tables.get(SERVER_CSV, [])}
         rows = [{**row, **by_round.get(row["round"], {})} for row in tables["metrics.csv"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"folder={str(folder)!r}: not a complete run folder ({e})") from None

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import FolderLock, atomic_savefig, regular_file
-from ..privacy.threat_model import SERVER_COLUMNS, run_folder_observers
+from ..privacy.threat_model import (OBSERVERS_JSON, SERVER_COLUMNS, SERVER_CSV,
+                                     run_folder_observers)
 from ..results import RunFolder, RunSummary, write_csv, write_json
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT, HEARTBEAT, ROWS
 from .fingerprint import run_fingerprint
 from .loop import run_method
-
-
-SERVER_CSV, OBSERVERS_JSON = "server.csv", "observers.json"
 
 
 def split_rows(rows):

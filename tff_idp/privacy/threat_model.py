@@ -146,6 +146,7 @@ PERSONAL = ("whoever sees the personalised models (their private parts are not c
             "any epsilon)")
 NOT_PRIVATE_SERVER = "server (the run is not private: the server sees raw updates)"
 SERVER_COLUMNS = ("cohort", "cohort_per_group")           # metrics rows -> server.csv
+SERVER_CSV, OBSERVERS_JSON = "server.csv", "observers.json"   # a run folder's files
 
 
 def column_observer(column: str) -> str:
@@ -179,7 +180,7 @@ def run_folder_observers(metrics_columns: Sequence[str], server_columns: Sequenc
     """observers.json of a run folder: for every file the run writes, who may see it, column
     by column for the per-round tables."""
     out = {"metrics.csv": {c: column_observer(c) for c in metrics_columns},
-           "server.csv": {c: column_observer(c) for c in server_columns},
+           SERVER_CSV: {c: column_observer(c) for c in server_columns},
            "ledger.csv": SERVER + "; who took part in which round, per client",
            "config.json": "public (the settings; its seed makes the simulator's noise "
                           "reproducible, so the folder is no deployment: docs/privacy.md)",
@@ -188,7 +189,7 @@ def run_folder_observers(metrics_columns: Sequence[str], server_columns: Sequenc
                             "final_test_accuracy, rounds, seconds, machine": MODEL_VIEWERS +
                             "; timings and machine: simulation only",
                             "personal": PERSONAL, "audit": SIMULATION + "; the auditor's"}}
-    out["observers.json"] = "public (this list)"
+    out[OBSERVERS_JSON] = "public (this list)"
     if audited:
         out["canaries.csv"] = out["canaries.png"] = SIMULATION + "; the auditor's canary scores"
     return out
