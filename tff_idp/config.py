@@ -54,13 +54,16 @@ class ExperimentConfig:
     allow_download: bool = False              # let TFDS download a missing data set
     model: str = "logistic"                   # model builder (tff_idp.models.MODELS)
     num_clients: int = 500                    # n: clients the training set is split into
-    # "iid", "dirichlet", "pachinko", "classes" (s classes each, dealt round-robin),
+    # "iid", "dirichlet" (a class's examples spread over clients by Dir(lambda)),
+    # "dirichlet_per_client" (each client's class shares ~ Dir(lambda), sizes kept: Hsu et al.),
+    # "pachinko", "classes" (s classes each, dealt round-robin),
     # "dealt_classes" (s class slots each, dealt at random as FedRep/CENTAUR), "shards" (label
     # subsets) or "natural" (the data set's own clients: femnist, tff_shakespeare,
     # tff_cifar100, shakespeare-leaf)
     partition: str = "iid"
-    # dirichlet: concentration lambda; classes, dealt_classes: classes per client s; pachinko: alpha
-    # (TFF's 0.1; beta = 10); shards: shards per client (default 1); unused otherwise
+    # dirichlet, dirichlet_per_client: concentration lambda; classes, dealt_classes: classes
+    # per client s; pachinko: alpha (TFF's 0.1; beta = 10); shards: shards per client (default
+    # 1); unused otherwise
     partition_param: Optional[float] = None
     # fraction of clients in each privacy group (sums to 1)
     group_ratios: List[float] = dataclasses.field(default_factory=lambda: [1 / 6, 2 / 6, 3 / 6])
@@ -447,7 +450,7 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     if cfg.partition in ("classes", "dealt_classes") and cfg.partition_param is not None and (
             cfg.partition_param != int(cfg.partition_param)):
         _fail("partition_param", cfg.partition_param, "classes per client must be an integer")
-    if cfg.partition in ("dirichlet", "classes", "dealt_classes") and \
+    if cfg.partition in ("dirichlet", "dirichlet_per_client", "classes", "dealt_classes") and \
             not (cfg.partition_param or 0) > 0:
         _fail("partition_param", cfg.partition_param,
               f"partition={cfg.partition!r} needs a positive partition_param")

@@ -41,6 +41,34 @@ def test_dirichlet_skew_grows_as_concentration_falls():
     assert ents[-1] > 0.9 * np.log(10) and ents[0] < 0.7 * np.log(10)
 
 
+def test_dirichlet_per_client_keeps_sizes_and_skews_by_concentration():
+    """Hsu et al.'s per-client prior: every client keeps the IID split's size (FMNIST's 10
+    examples a client at lambda 0.3, where the per-class prior leaves clients empty), the
+    partition is disjoint and complete, and skew grows as the concentration falls."""
+    labels = np.repeat(np.arange(10), 600)              # 6,000 examples, 600 clients of 10
+    ents = []
+    for lam in (0.3, 0.5, 0.9, 100.0):
+        parts = data.dirichlet_per_client(labels, 600, lam, seed=0)
+        _disjoint(parts, len(labels))
+        assert sorted({len(p) for p in parts}) == [10]
+        ents.append(_label_entropy_of(labels, parts))
+    assert ents == sorted(ents)
+    # a client of 10 examples drawn IID from 10 classes has entropy about 1.86 nats
+    assert ents[0] < 0.7 * ents[-1] and ents[-1] > 1.7
+    again = data.dirichlet_per_client(labels, 600, 0.3, seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(again, data.dirichlet_per_client(
+        labels, 600, 0.3, seed=0)))
+
+
+def _label_entropy_of(labels, parts):
+    ent = []
+    for p in parts:
+        _, counts = np.unique(labels[p], return_counts=True)
+        f = counts / counts.sum()
+        ent.append(-(f * np.log(f)).sum())
+    return float(np.mean(ent))
+
+
 @pytest.mark.parametrize("s", [1, 2, 5, 10])
 def test_classes_per_client(s):
     parts = data.classes_per_client(LABELS, 20, s, seed=1)

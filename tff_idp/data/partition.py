@@ -7,7 +7,8 @@ import numpy as np
 
 # the config key ``partition``: how the training set is split into clients ("natural": the
 # data set's own clients; the rest are the functions below, chosen in engine/experiment.py)
-PARTITIONS = ("iid", "dirichlet", "pachinko", "classes", "dealt_classes", "shards", "natural")
+PARTITIONS = ("iid", "dirichlet", "dirichlet_per_client", "pachinko", "classes", "dealt_classes",
+              "shards", "natural")
 
 
 def iid_partition(num_examples: int, num_clients: int, seed: int) -> List[np.ndarray]:
@@ -32,10 +33,12 @@ def assign_groups(num_clients: int, ratios: Sequence[float], seed: int) -> np.nd
 
 def dirichlet_label_skew(labels: np.ndarray, num_clients: int, concentration: float,
                          seed: int, min_examples: int = 1, max_tries: int = 100):
-    """Label skew by a Dirichlet prior (Hsu et al. 2019; GDPFed Table V with lambda in
-    {0.3, 0.5, 0.7, 0.9}): for every class, its examples are split across clients in
-    proportions drawn from Dir(concentration * 1_n). Smaller concentration, more skew.
-    Redraws (seeded) until every client has at least ``min_examples`` examples."""
+    """Label skew by a Dirichlet prior over clients (Yurochkin et al. 2019, Wang et al. 2020
+    (FedMA); one reading of GDPFed Table V's lambda in {0.3, 0.5, 0.7, 0.9}): for every class,
+    its examples are split across clients in proportions drawn from Dir(concentration * 1_n).
+    Smaller concentration, more skew; clients' sizes vary. Redraws (seeded) until every client
+    has at least ``min_examples`` examples (with thousands of small clients and a small
+    concentration no draw gives every client one: :func:`dirichlet_per_client` then)."""
     labels = np.asarray(labels)
     if concentration <= 0:
         raise ValueError(f"concentration={concentration} must be positive")
@@ -53,6 +56,48 @@ def dirichlet_label_skew(labels: np.ndarray, num_clients: int, concentration: fl
             return [np.sort(np.asarray(p, dtype=int)) for p in parts]
     raise ValueError(f"concentration={concentration}: could not give every one of "
                      f"{num_clients} clients {min_examples} examples in {max_tries} draws")
+
+
+def dirichlet_per_client(labels: np.ndarray, num_clients: int, concentration: float,
+                         seed: int) -> List[np.ndarray]:
+    """Label skew by a Dirichlet prior per client (Hsu, Qi and Brown 2019, Sec. 3: each
+    client's class proportions q ~ Dir(concentration * p), p the data set's class shares;
+    the other reading of GDPFed Table V's lambda). Every client keeps the IID split's size
+    (sizes differ by <= 1): client k's examples are drawn from the classes in proportions
+    q_k, without replacement; a class that runs out passes its share to the classes that
+    still have examples, in proportion to q_k (so the last clients drawn are less skewed
+    than their q: the finite data set's limit, measured in tests/data/test_partition.py).
+    Clients are filled in a seeded random order."""
+    labels = np.asarray(labels)
+    if concentration <= 0:
+        raise ValueError(f"concentration={concentration} must be positive")
+    if not 0 < num_clients <= len(labels):
+        raise ValueError(f"num_clients={num_clients} must be in [1, {len(labels)}]")
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(labels, return_counts=True)
+    pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in classes]
+    left = counts.astype(np.int64).copy()
+    prior = counts / counts.sum()
+    sizes = np.array([len(p) for p in np.array_split(np.arange(len(labels)), num_clients)])
+    parts: List[np.ndarray] = [np.empty(0, dtype=int)] * num_clients
+    for client in rng.permutation(num_clients):
+        q = rng.dirichlet(concentration * prior * len(classes))
+        take = np.zeros(len(classes), dtype=np.int64)
+        need = int(sizes[client])
+        while need > 0:                   # the share of classes that ran out, re-drawn
+            open_ = left - take > 0
+            w = np.where(open_, q, 0.0)
+            w = w / w.sum() if w.sum() > 0 else open_ / open_.sum()
+            draw = np.minimum(rng.multinomial(need, w), left - take)
+            take += draw
+            need -= int(draw.sum())
+        chosen = []
+        for c, k in enumerate(take):
+            chosen += pools[c][:k]
+            del pools[c][:k]
+        left -= take
+        parts[client] = np.sort(np.asarray(chosen, dtype=int))
+    return parts
 
 
 def classes_per_client(labels: np.ndarray, num_clients: int, classes_each: int, seed: int):

@@ -12,8 +12,9 @@ import numpy as np
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import INPUT_NORMALIZATIONS, ConfigError, ExperimentConfig
 from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
-                    classes_per_client, dealt_classes, dirichlet_label_skew, iid_partition,
-                    label_shards, load, pachinko, validation_split)
+                    classes_per_client, dealt_classes, dirichlet_label_skew,
+                    dirichlet_per_client, iid_partition, label_shards, load, pachinko,
+                    validation_split)
 from ..methods import METHODS
 from ..privacy import BudgetExceededError, PrivacyLedger
 from .memory import check_canaries_fit, check_fits
@@ -100,6 +101,8 @@ def pending_partition(cfg: ExperimentConfig, data: ArrayData, store: bool = True
             return iid_partition(len(y), n, cfg.seed)
         if cfg.partition == "dirichlet":
             return dirichlet_label_skew(y, n, cfg.partition_param, cfg.seed)
+        if cfg.partition == "dirichlet_per_client":
+            return dirichlet_per_client(y, n, cfg.partition_param, cfg.seed)
         if cfg.partition == "classes":
             return classes_per_client(y, n, int(cfg.partition_param), cfg.seed)
         if cfg.partition == "dealt_classes":
