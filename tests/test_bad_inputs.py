@@ -84,7 +84,7 @@ BAD = [
      "audit_canaries=10: method 'fedrep' keeps a personal part"),
     # MS-PAFL (paper 002)
     (["--set", "methods=[\"ms_pafl\"]"], "local_epsilon=None: ms_pafl needs eps_l"),
-    (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be positive"),
+    (["--set", "local_epsilon=0.0"], "local_epsilon=0.0: must be in (0, 700]"),
     (["--set", "local_delta=1.5"], "local_delta=1.5: must be in (0, 1)"),
     (["--set", "methods=[\"ms_pafl\"]", "--set", "local_epsilon=1.0", "--set",
       "expected_rate=1.5"], "expected_rate=1.5: must be in (0, 1]"),
@@ -190,8 +190,8 @@ BAD = [
      "partition_param=2.5: classes per client must be an integer"),
     (["--set", "pmtl_mode=\"grad\""], "pmtl_mode='grad': must be 'intended'"),
     (["--set", "head_epochs=0"], "head_epochs=0: must be >= 1"),
-    (["--set", "head_lr=0.0"], "head_lr=0.0: must be positive"),
-    (["--set", "weight_decay=-1.0"], "weight_decay=-1.0: must be >= 0"),
+    (["--set", "head_lr=0.0"], "head_lr=0.0: must be in (0, 1000]"),
+    (["--set", "weight_decay=-1.0"], "weight_decay=-1.0: must be in [0, 1000]"),
     (["--set", "validation_fraction=1.0"], "validation_fraction=1.0: must be in [0, 1)"),
     # the flags of table configs, given with an experiment config (they used to be ignored)
     (["--only", "FMNIST"], "--only='FMNIST': a flag of table configs"),

@@ -98,7 +98,7 @@ def test_a_range_holds_inside_refuses_outside_and_says_its_rule(rng, inside, out
 
 @pytest.mark.parametrize("key, value, rule", [
     ("dsu_sparsity", 0.0, "must be in (0, 1]: the fraction kept"),
-    ("checkin_beta", -1.0, "must be positive"),
+    ("checkin_beta", -1.0, "must be in (0, 1): a fraction of the clients (002 Theorem 2)"),
     ("personal_steps", 0, "must be >= 1"),
     ("momentum", 1.0, "must be in [0, 1)"),
 ])

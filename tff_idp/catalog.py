@@ -26,7 +26,7 @@ def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
         text = path.read_text()
         try:
             table = tomllib.loads(text).get("table")
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             out.append((str(path), "?", "malformed TOML"))
             continue
         if table is not None:

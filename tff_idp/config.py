@@ -19,7 +19,9 @@ from .data.partition import PARTITIONS
 from .data.sources import default_tfds_dir
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
-from .key_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, PROBABILITY_OPEN, Range
+from .errors import fail as _fail
+from .key_ranges import (AT_LEAST_ONE, LEARNING_RATE, NON_NEGATIVE, POSITIVE,
+                         PROBABILITY_OPEN, Range)
 from .key_ranges import check as check_range
 from .methods import METHODS
 from .methods import fedrep, mspafl, pfeddsu
@@ -197,10 +199,6 @@ PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size",
 KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
 
-def _fail(key, value, why):
-    raise ConfigError(f"{key}={value!r}: {why}")
-
-
 def _coerce(key, value):
     """Type-check one value against the dataclass field."""
     typ = KEYS[key].type
@@ -305,13 +303,17 @@ RANGES = {
     "checkpoint_every": NON_NEGATIVE, "test_examples": AT_LEAST_ONE,
     "curve_test_examples": AT_LEAST_ONE, "delta": PROBABILITY_OPEN,
     "expected_rate": Range(0, 1, low_open=True),
-    "local_lr": POSITIVE, "batch_size": POSITIVE, "local_steps": POSITIVE,
-    "eval_every": POSITIVE, "local_epochs": AT_LEAST_ONE, "server_lr": POSITIVE,
+    "local_lr": LEARNING_RATE, "batch_size": POSITIVE, "local_steps": POSITIVE,
+    "eval_every": POSITIVE, "local_epochs": AT_LEAST_ONE, "server_lr": LEARNING_RATE,
     "lr_decay": Range(0, 1, low_open=True), "momentum": Range(0, 1, high_open=True),
-    "weight_decay": NON_NEGATIVE, "validation_fraction": Range(0, 1, high_open=True),
+    "weight_decay": Range(0, 1e3), "validation_fraction": Range(0, 1, high_open=True),
     "fast_chunk_size": Range(1, why="a number of clients trained at once"),
     "fast_lanes": Range(1, why="a number of sub-cohorts"),
-    "calibration_tolerance": POSITIVE,
+    "calibration_tolerance": Range(0, 1, low_open=True, high_open=True,
+                                   why="a relative tolerance"),
+    "partition_param": Range(0, 1e6, low_open=True, why="a Dirichlet or pachinko "
+                             "concentration, or classes or shards per client"),
+    "audit_group": NON_NEGATIVE,
     **fedrep.KEY_RANGES, **pfeddsu.KEY_RANGES, **mspafl.KEY_RANGES,
 }
 # what a reader of a choice key's error line needs besides its values
@@ -403,10 +405,24 @@ def _check_audit(cfg: ExperimentConfig) -> None:
 # largest values the code represents: seeds seed numpy's and TensorFlow's 32-bit streams;
 # a ledger and metrics row per round; the rest keep a round's plan within reach of memory
 # (the memory estimate, engine.memory, refuses what still cannot fit)
+# (every integer key has one, audit_canaries its own rule in _check_audit:
+# tests/faults/test_config_matrix.py)
 LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
           "local_steps": 1_000_000, "batch_size": 1_000_000, "local_epochs": 10_000,
-          "personal_epochs": 10_000, "head_epochs": 10_000, "fast_chunk_size": 100_000,
-          "fast_lanes": 64}
+          "personal_steps": 1_000_000, "personal_epochs": 10_000, "head_epochs": 10_000,
+          "ppsgd_head_epochs": 10_000, "dsu_layers": 10_000, "fast_chunk_size": 100_000,
+          "fast_lanes": 64, "eval_every": 1_000_000, "checkpoint_every": 1_000_000,
+          "test_examples": 100_000_000, "curve_test_examples": 100_000_000,
+          "audit_group": 1_000}
+# the range of every element of a list key (its length is a rule between keys: validate)
+LIST_RANGES = {
+    "budgets": Range(0, low_open=True), "group_ratios": Range(0, 1, low_open=True),
+    "rates": Range(0, 1, low_open=True), "keep_fractions": Range(0, 1, low_open=True),
+    "noise_multipliers": Range(*NOISE_MULTIPLIER_RANGE, why="outside it, its square or the "
+                               "accountant's 1 / sigma^2 is not a usable float"),
+}
+# path keys: an empty string would silently mean the working folder
+PATH_KEYS = ("output_dir", "data_dir", "data_root")
 CLIP_RANGE = (1e-8, 1e8)
 
 
@@ -497,6 +513,8 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
             _fail(key, v, f"needs {len(cfg.budgets)} entries, one per group")
     if cfg.rates is not None and any(not 0 < q <= 1 for q in cfg.rates):
         _fail("rates", cfg.rates, "every rate must be in (0, 1]")
+    if cfg.keep_fractions is not None:
+        _check_elements("keep_fractions", cfg.keep_fractions)
     for m in (cfg.reference or {}):
         if m not in cfg.methods:
             _fail("reference", m, f"is not one of the config's methods {cfg.methods}")
@@ -507,9 +525,37 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
               f"each must be in [{NOISE_MULTIPLIER_RANGE[0]:g}, {NOISE_MULTIPLIER_RANGE[1]:g}] "
               "(outside, its square or the accountant's 1 / sigma^2 is not a usable float)")
     check_name("name", cfg.name)
+    for key in PATH_KEYS:
+        if getattr(cfg, key) is not None and not str(getattr(cfg, key)).strip():
+            _fail(key, getattr(cfg, key), "must name a folder (empty would mean the working "
+                  "folder)")
     check_writable_dir("output_dir", cfg.output_dir)
     check_writable_dir("data_root", cfg.data_root)
     return cfg
+
+
+def _check_elements(key: str, values: list) -> None:
+    rng = LIST_RANGES[key]
+    if not all(rng.holds(x) for x in values):
+        _fail(key, values, f"every element {rng.rule()}")
+
+
+def check_values(values: dict) -> None:
+    """Every key of ``values`` known, of its type, finite and within its range and limit
+    (one-line ConfigError naming the key), without the cross-key rules of :func:`validate`:
+    for a table's [base] and [datasets.X] blocks and axis values, before the scale does
+    arithmetic on them (``rounds = "40"`` was a TypeError there; ``rounds = inf`` or
+    ``expected_rate = -1`` were silently replaced by the smoke scale's own values)."""
+    cfg = from_mapping(values)
+    _check_finite(cfg)
+    for key in values:
+        if key in LIST_RANGES and getattr(cfg, key) is not None:
+            _check_elements(key, getattr(cfg, key))
+        if key in RANGES:
+            check_range(key, getattr(cfg, key), RANGES[key])
+        top = LIMITS.get(key)
+        if top is not None and getattr(cfg, key) is not None and getattr(cfg, key) > top:
+            _fail(key, getattr(cfg, key), f"must be at most {top:,}")
 
 
 def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> ExperimentConfig:
@@ -526,6 +572,10 @@ def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> Exper
 def _unknown_key(key: str, value) -> None:
     _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
           " (python -m tff_idp.run --help lists every key)")
+
+
+# a config nested deeper than Python's recursion limit lets tomllib read (about 490 levels)
+TOO_DEEP = "nested too deeply to read (no config key takes more than a list of lists)"
 
 
 def check_config_path(path: str) -> None:
@@ -548,6 +598,8 @@ def read_toml(path: str) -> dict:
         return tomllib.loads(p.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
+    except RecursionError:             # tomllib reads nested arrays and tables recursively
+        _fail("config", str(path), TOO_DEEP)
 
 
 def _quoted_example(key: str, raw: str) -> str:
@@ -579,6 +631,8 @@ def parse_override(item: str):
     key = key.strip()
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
+    except RecursionError:
+        _fail("--set", item, TOO_DEEP)
     except tomllib.TOMLDecodeError:
         if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
             _fail("--set", item, "not a TOML value; quote the strings inside it and the "

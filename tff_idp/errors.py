@@ -11,9 +11,36 @@ class UnsupportedByBackend(ValueError):
     """The method or setting is not implemented by this backend (never a silent fallback)."""
 
 
+class RunDiverged(RuntimeError):
+    """The model's weights stopped being finite numbers (a step size or an update that
+    overflows float32): the run stops at that round, in one line naming the keys that set
+    the step, and keeps nothing of it (exit status 1)."""
+
+
 class RoundInterrupted(Exception):
     """A stop request reached a round between two chunks of clients: the round is dropped
     (nothing of it was applied) and the run stops at the checkpoint of the round before."""
+
+
+SHOWN_CHARS = 120     # a value shown in an error line is cut to this many characters
+
+
+def shown(value) -> str:
+    """``repr(value)`` for a one-line error message: at most SHOWN_CHARS characters (a list
+    of a million numbers, or one nested 3,000 deep whose repr alone overflows Python's
+    recursion limit, is shown by its start and its size)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deeply to show>"
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS - 30]}... ({len(text):,} characters)"
+
+
+def fail(key, value, why) -> None:
+    """Raises the one-line ConfigError ``key=<value>: why`` (the value shown bounded)."""
+    raise ConfigError(f"{key}={shown(value)}: {why}")
 
 
 def did_you_mean(word: str, choices) -> str:

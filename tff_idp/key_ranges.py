@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from .errors import ConfigError
+from .errors import fail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +45,12 @@ POSITIVE = Range(0, low_open=True)
 NON_NEGATIVE = Range(0)
 AT_LEAST_ONE = Range(1)
 PROBABILITY_OPEN = Range(0, 1, low_open=True, high_open=True)      # (0, 1)
+# a step size: beyond 1e3 one step of a unit gradient already overflows float32 weights within
+# a few rounds (the round loop also stops at the first non-finite model)
+LEARNING_RATE = Range(0, 1e3, low_open=True)
 
 
 def check(key: str, value, rng: Range) -> None:
     """Raises ConfigError ``key=value: rule`` when a set ``value`` lies outside ``rng``."""
     if value is not None and not rng.holds(value):
-        raise ConfigError(f"{key}={value!r}: {rng.rule()}")
+        fail(key, value, rng.rule())

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from .atomic import FolderLocked, check_writable_dir, write_failure_line
-from .errors import ConfigError, UnsupportedByBackend
+from .errors import ConfigError, RunDiverged, UnsupportedByBackend
 from .runtime import StoppedInStartUp
 
 
@@ -294,6 +294,9 @@ def _main(argv, stop) -> int:
         return 2
     except StoppedInStartUp:
         return _stopped_line(stop)
+    except RunDiverged as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         # no space, a file-size limit, a results folder made read-only or removed while
         # the run wrote into it: one line, nothing marked complete

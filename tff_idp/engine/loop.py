@@ -33,7 +33,7 @@ from ..config import ConfigError
 from ..methods import METHODS
 from ..models.split import split_model
 from ..results.summary import RunSummary
-from ..errors import RoundInterrupted
+from ..errors import RoundInterrupted, RunDiverged
 from ..runtime import StopRequests
 from ..sampling import sample_cohort
 from .backends import BACKENDS, client_diagnostics
@@ -359,6 +359,7 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
             raise SystemExit(ctx.stop.exit_status)
         t0 = time.perf_counter()
         row = round_step(ctx, state, rnd)
+        check_finite_weights(ctx, state.runner.weights, rnd)
         _evaluate(ctx, state, rnd, row, curve)
         state.rows.append(row)
         if ctx.checkpoint_dir is not None:   # for `slurm status`: this run is alive
@@ -378,6 +379,19 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
             print(f"{ctx.method}: stopped at round {rnd + 1} of {cfg.rounds}; {where}",
                   file=sys.stderr)
             raise SystemExit(ctx.stop.exit_status)
+
+
+def check_finite_weights(ctx: RunContext, weights, rnd: int) -> None:
+    """Raises :class:`RunDiverged` when a weight of the global model is nan or inf after
+    round ``rnd``: every later round would train on it and report chance as a result. The
+    round is not evaluated, recorded or checkpointed."""
+    if all(np.isfinite(np.asarray(w)).all() for w in weights):
+        return
+    cfg = ctx.exp.cfg
+    raise RunDiverged(
+        f"{ctx.method}: round {rnd + 1} of {cfg.rounds}: the model's weights are no longer "
+        f"finite (local_lr={cfg.local_lr:g}, server_lr={cfg.server_lr:g}, "
+        f"clip={cfg.clip:g}); a smaller step would keep them in float32's range")
 
 
 def round_step(ctx: RunContext, state: RunState, rnd: int) -> dict:

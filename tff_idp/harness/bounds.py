@@ -29,6 +29,7 @@ from typing import Dict, List, Optional
 
 from ..atomic import atomic_savefig
 from ..config import ConfigError
+from ..errors import fail as _fail
 from ..privacy import mspafl
 
 QUANTITIES = ("round_epsilon", "global_epsilon", "client_epsilon", "client_epsilon_rdp")
@@ -50,10 +51,6 @@ class BoundsSpec:
     curve_values: List[float]
     compare: List[str]
     examples_per_client: int
-
-
-def _fail(key, value, why):
-    raise ConfigError(f"{key}={value!r}: {why}")
 
 
 def parse(raw: dict) -> BoundsSpec:

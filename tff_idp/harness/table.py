@@ -39,9 +39,10 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, check_name, from_mapping,
-                      parse_override, read_toml, validate)
+from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, check_name, check_values,
+                      from_mapping, parse_override, read_toml, validate)
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
+from ..errors import fail as _fail
 
 LAYOUTS = ("method x dataset", "dataset/method x axis", "method x axis", "axis x dataset",
            "dataset/method x value")
@@ -49,10 +50,6 @@ KINDS = ("train", "noise", "rates", "bounds")
 TABLE_KEYS = {"name", "title", "source", "kind", "layout", "methods", "seeds", "first_seed",
               "figures", "notes", "rates_sweep"}
 OFFLINE = {"digits", "adult-standin"}
-
-
-def _fail(key, value, why):
-    raise ConfigError(f"{key}={value!r}: {why}")
 
 
 # --scale: how every unit shrinks. smoke: wiring on 2 CPU cores in minutes, on synthetic
@@ -225,8 +222,10 @@ class TableSpec:
             value = a.values[column]
             if a.key == "*":
                 # a key whose value is a table of data-set labels differs per data set
-                v.update({k: (x[dataset] if isinstance(x, dict) else x)
-                          for k, x in value.items()})
+                for k, x in value.items():
+                    if isinstance(x, dict) and dataset not in x:
+                        _fail(f"axis.values.{k}", x, f"has no value for data set {dataset!r}")
+                    v[k] = x[dataset] if isinstance(x, dict) else x
                 return v
             if a.mode == "scale":
                 cur = v.get(a.key, getattr(ExperimentConfig(), a.key))
@@ -346,7 +345,11 @@ def is_table(path: str) -> bool:
     if not Path(path).is_file():      # a FIFO would block; the config check says why
         return False
     try:
-        return "table" in tomllib.loads(Path(path).read_text())
+        text = Path(path).read_text()
+        return "table" in tomllib.loads(text)
+    except RecursionError:          # too deep to parse: what its headers say it is (its
+        # reader then refuses it in one line)
+        return re.search(r"^\s*\[table\]", text, re.MULTILINE) is not None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return False
 
@@ -496,6 +499,7 @@ def load_table(path: str) -> TableSpec:
                      first_seed)
     if "axis" in spec.layout and axis is None:
         _fail("table.layout", spec.layout, "needs an [axis]")
+    check_cell_types(spec)
     if (spec.kind == "bounds") != ("bounds" in raw):
         _fail("bounds", spec.kind, "a [bounds] section goes with kind = 'bounds' and only")
     if spec.kind == "bounds":
@@ -509,6 +513,35 @@ def load_table(path: str) -> TableSpec:
             raw["claims"], list(datasets), axis.labels if axis else [], sorted(run_methods),
             _fail))
     return spec
+
+
+def check_cell_types(spec: TableSpec) -> None:
+    """Every config value of the table typed and finite before the scale reads it: [base],
+    each [datasets.X] block, then every cell (with its axis value), each error one line
+    naming where the key is."""
+    blocks = [("base", spec.base)] + [(f"datasets.{ds}", b) for ds, b in spec.datasets.items()]
+    if spec.axis is not None and spec.axis.key == "*":
+        blocks += [(f"axis.values.{label}", v) for label, v in zip(spec.axis.labels,
+                                                                    spec.axis.values)]
+    for where, block in blocks:
+        if "reference" in block:             # expand drops it: never compared
+            _fail(f"{where}.reference", block["reference"], "a table's paper numbers go in "
+                  "[reference.<data set>.<method>]")
+        try:
+            check_values({k: x for k, x in block.items()    # an axis value's table by data
+                          if not (where.startswith("axis") and isinstance(x, dict))})  # set
+        except ConfigError as e:
+            raise ConfigError(f"[{where}] {e}") from None
+    a = spec.axis
+    if a is not None and a.mode == "scale" and not all(_finite_number(x) for x in a.values):
+        _fail("axis.values", a.values, "with mode='scale' every value is a finite factor")
+    for ds in spec.datasets:
+        for col in spec.columns():
+            label = a.labels[col] if col is not None else None
+            try:
+                check_values(spec.cell_values(ds, col))
+            except ConfigError as e:
+                raise ConfigError(f"[{ds}{'/' + label if label else ''}] {e}") from None
 
 
 def check_data(units: List[Unit]) -> None:

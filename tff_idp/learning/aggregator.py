@@ -93,8 +93,9 @@ def dp_aggregator(noise_multiplier: float, clients_per_round: float, clip: float
     if not 0 <= noise_multiplier <= NOISE_MULTIPLIER_RANGE[1]:
         raise ValueError(f"noise_multiplier={noise_multiplier!r}: must be in [0, "
                          f"{NOISE_MULTIPLIER_RANGE[1]:g}] (the CLI's bound)")
-    if clients_per_round <= 0:
-        raise ValueError(f"clients_per_round={clients_per_round!r}: must be > 0")
+    if not 0 < clients_per_round <= LIMITS["num_clients"]:
+        raise ValueError(f"clients_per_round={clients_per_round!r}: must be in (0, "
+                         f"{LIMITS['num_clients']:,}] (the CLI's bound on clients)")
     if not CLIP_RANGE[0] <= clip <= CLIP_RANGE[1]:
         raise ValueError(f"clip={clip!r}: must be in [{CLIP_RANGE[0]:g}, {CLIP_RANGE[1]:g}] "
                          "(the CLI's bound)")

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig, from_mapping
+from ..errors import shown
 
 # methods whose round is FedAvg's client work and one aggregation factory on the model change
 # (the others have their own client programs: split models, personal parts)
@@ -107,10 +108,18 @@ def plan_from_budgets(method: str, budgets: Sequence[float], group_sizes: Sequen
         if key not in SETTINGS:
             raise ConfigError(f"{key}={settings[key]!r}: not a plan setting (choose from "
                               f"{', '.join(SETTINGS)})")
+    if not isinstance(budgets, (list, tuple, np.ndarray)) or not all(
+            isinstance(e, (int, float, np.number)) and not isinstance(e, bool)
+            for e in budgets):
+        raise ConfigError(f"budgets={shown(budgets)}: must be a list of epsilons, one per "
+                          "group (strictest first)")
+    if not isinstance(group_sizes, (list, tuple, np.ndarray)):
+        raise ConfigError(f"group_sizes={shown(group_sizes)}: must be a list of client "
+                          "counts, one per group")
     sizes = list(group_sizes)
     if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
            for s in sizes):
-        raise ConfigError(f"group_sizes={sizes!r}: must be positive integers")
+        raise ConfigError(f"group_sizes={shown(sizes)}: must be positive integers")
     if len(sizes) != len(budgets):
         raise ConfigError(f"group_sizes={sizes!r}: needs one entry per budget "
                           f"({len(budgets)})")

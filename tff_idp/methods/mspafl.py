@@ -60,14 +60,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.plan import MethodPlan
-from ..key_ranges import POSITIVE, PROBABILITY_OPEN
+from ..key_ranges import PROBABILITY_OPEN, Range
 from ..privacy import mspafl
 from ..privacy.gaussian_releases import composed_gaussian_epsilon
 from .base import Method
 
 # the ranges of paper 002's keys (tff_idp.config.RANGES)
-KEY_RANGES = {"local_epsilon": POSITIVE, "local_delta": PROBABILITY_OPEN,
-              "composition_delta": PROBABILITY_OPEN, "checkin_beta": POSITIVE}
+KEY_RANGES = {"local_epsilon": Range(0, 700, low_open=True, why="e^epsilon must be a float"),
+              "local_delta": PROBABILITY_OPEN, "composition_delta": PROBABILITY_OPEN,
+              "checkin_beta": Range(0, 1, low_open=True, high_open=True,
+                                    why="a fraction of the clients (002 Theorem 2)")}
 
 PERSISTENT_STATE_GAP = (
     "Theorem 4's table epsilon (and Cor. 1, Thm. 3, the RDP cross-check) amplify by local "

@@ -30,7 +30,7 @@ x sum / (qN), which is 001's mean over the realised cohort when q = 1, its setti
 """
 from __future__ import annotations
 
-from ..key_ranges import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Range
+from ..key_ranges import AT_LEAST_ONE, LEARNING_RATE, Range
 from .base import Phase
 from .fedrep import DPFedRep
 from .gdpfed import DPFedAvg
@@ -41,10 +41,10 @@ PMTL_MODES = ("intended", "reference")   # pmtl_mode: the proximal term with its
                                          # the public code's term, which has none
 # the ranges of paper 001's keys (tff_idp.config.RANGES checks every config against them)
 KEY_RANGES = {
-    "head_epochs": AT_LEAST_ONE, "head_lr": POSITIVE,
-    "ppsgd_head_epochs": AT_LEAST_ONE, "ppsgd_head_lr": POSITIVE,
+    "head_epochs": AT_LEAST_ONE, "head_lr": LEARNING_RATE,
+    "ppsgd_head_epochs": AT_LEAST_ONE, "ppsgd_head_lr": LEARNING_RATE,
     "dsu_sparsity": Range(0, 1, low_open=True, why="the fraction kept"),
-    "dsu_layers": AT_LEAST_ONE, "dsu_lambda": NON_NEGATIVE, "pmtl_lambda": NON_NEGATIVE,
+    "dsu_layers": AT_LEAST_ONE, "dsu_lambda": Range(0, 1e6), "pmtl_lambda": Range(0, 1e6),
 }
 
 
