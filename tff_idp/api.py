@@ -28,6 +28,7 @@ from .privacy.threat_model import SERVER_CSV
 from .config import ConfigError, ExperimentConfig, from_mapping, validate
 from .data.types import ArrayData
 from .results import RunSummary
+from .results.manifest import manifest_problem
 
 
 def _number(text: str):
@@ -85,8 +86,11 @@ def read_run(folder) -> RunResult:
                                 for row in csv.DictReader(f)]
         by_round = {r["round"]: r for r in tables.get(SERVER_CSV, [])}
         rows = [{**row, **by_round.get(row["round"], {})} for row in tables["metrics.csv"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:
         raise ValueError(f"folder={str(folder)!r}: not a complete run folder ({e})") from None
+    problem = manifest_problem(folder, bool(summary.manifest))
+    if problem is not None:
+        raise ValueError(f"folder={str(folder)!r}: {problem}")
     return RunResult(made.get("method", ""), rows, summary,
                      tables["ledger.csv"], folder)
 

@@ -75,8 +75,13 @@ STALE_EMPTY_LOCK_SECONDS = 10.0   # a lock naming nobody is being written, or wa
 
 
 def _read_holder(lock: Path) -> str:
+    """The lock's "host:pid", or "" when it names nobody. Only a regular file, not through a
+    link, and its first kilobyte: a FIFO would block the reader, /dev/zero has no end."""
     try:
-        return lock.read_text().strip()
+        if lock.is_symlink() or not lock.is_file():
+            return ""
+        with open(lock, encoding="utf-8") as f:
+            return f.read(1024).strip()
     except (OSError, UnicodeDecodeError):
         return ""
 

@@ -6,11 +6,14 @@ Each entry is a folder ``<root>/built/<source>/<key>/`` holding ``arrays.npz`` a
 leaves only a ``.partial`` folder, which is never read and is replaced by the next build.
 Client lists (ragged) are stored as one flat array plus offsets. An entry that cannot be
 read (truncated, empty, garbage) or whose arrays do not fit together (offsets that do not
-index their array, example ids beyond the data set) is set aside as ``<entry>.bad`` with one
-line on stderr and built again, as a bad checkpoint is.
+index their array, example ids beyond the data set) or whose arrays are not the bytes written
+(meta.json records arrays.npz's SHA-256; entries written before it have none) is set aside
+as ``<entry>.bad`` with one line on stderr and built again, as a bad checkpoint is. Only
+regular files are read (a FIFO in a file's place would block the reader).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,7 +24,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ..atomic import AtomicFolder
+from ..atomic import AtomicFolder, regular_file
 
 
 def pack_clients(parts: List[np.ndarray]) -> Dict[str, np.ndarray]:
@@ -33,6 +36,14 @@ def pack_clients(parts: List[np.ndarray]) -> Dict[str, np.ndarray]:
 
 def unpack_clients(flat: np.ndarray, offsets: np.ndarray) -> List[np.ndarray]:
     return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class DataStore:
@@ -50,13 +61,19 @@ class DataStore:
         """The arrays of a complete entry, or None: absent, never finished, or bad (set
         aside: :func:`set_aside`). ``check(arrays)``: why they are wrong, or None."""
         path = Path(path)
-        if not (path / "meta.json").is_file():
+        if not (path / "meta.json").exists() and not (path / "meta.json").is_symlink():
             return None
         try:
-            json.loads((path / "meta.json").read_text())
-            with np.load(path / "arrays.npz", allow_pickle=False) as z:
+            meta = json.loads(regular_file(path / "meta.json").read_text())
+            digest = meta.get("sha256") if isinstance(meta, dict) else None
+            npz = regular_file(path / "arrays.npz")      # a FIFO would block np.load
+            if digest is not None and _sha256(npz) != digest:
+                set_aside(path, "its arrays are not the ones written (SHA-256 differs)")
+                return None
+            with np.load(npz, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError,
+                UnicodeDecodeError) as e:
             set_aside(path, f"unreadable ({type(e).__name__})")
             return None
         why = consistency(arrays) or (check(arrays) if check is not None else None)
@@ -72,6 +89,7 @@ class DataStore:
     def write(path: Path, arrays: Dict[str, np.ndarray], meta: dict) -> Path:
         with AtomicFolder(path, shared=True) as tmp:
             np.savez(tmp / "arrays.npz", **arrays)
+            meta = dict(meta, sha256=_sha256(tmp / "arrays.npz"))   # checked by every read
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         return Path(path)
 

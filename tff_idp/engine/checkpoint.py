@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -85,8 +86,27 @@ def save_checkpoint(folder: Path, fingerprint: str, saved: dict) -> None:
     meta["sha256"] = _digest(arrays, meta)
     arrays["meta"] = np.array(json.dumps(meta, default=_plain))
     tmp = Path(folder) / (CHECKPOINT + ".tmp.npz")
+    _clear_non_regular(tmp)
     np.savez(tmp, **arrays)
+    _clear_non_regular(Path(folder) / CHECKPOINT)
     os.replace(tmp, Path(folder) / CHECKPOINT)
+
+
+def _non_regular(path: Path) -> bool:
+    """A link, FIFO, device or folder where a checkpoint file goes (exists, not regular)."""
+    return path.is_symlink() or (path.exists() and not path.is_file())
+
+
+def _clear_non_regular(path: Path) -> None:
+    """Moves a link, FIFO, device or folder out of a checkpoint file's place (to
+    ``<name>.bad``): writing would block on a FIFO, fail on a folder, or go through a link
+    out of the run folder."""
+    if _non_regular(path):
+        bad = path.with_name(path.name + ".bad")
+        if bad.is_dir() and not bad.is_symlink():
+            shutil.rmtree(bad)
+        os.replace(path, bad)
+        print(f"{path.name}: not a regular file; set aside as {bad.name}", file=sys.stderr)
 
 
 def _row_bytes(rows: List[dict]) -> bytes:
@@ -100,6 +120,7 @@ def _append_rows(folder: Path, rows: List[dict]) -> dict:
     key = folder.resolve()
     path = folder / ROWS
     count, size, digest = _written.get(key, (0, 0, None))
+    _clear_non_regular(path)
     fresh = digest is None or count > len(rows) or not path.is_file() or \
         path.stat().st_size < size
     if fresh:
@@ -120,6 +141,8 @@ def _read_rows(folder: Path, pointer: dict) -> List[dict]:
     """The rows of ``pointer``'s prefix of the rows file; ValueError when it is short or its
     digest differs. Remembers the prefix, so the next checkpoint appends after it."""
     path = folder / ROWS
+    if _non_regular(path):
+        raise ValueError(f"{ROWS} is not a regular file")
     if not path.is_file():
         raise ValueError(f"{ROWS} is missing")
     with open(path, "rb") as f:
@@ -135,7 +158,10 @@ def _read_rows(folder: Path, pointer: dict) -> List[dict]:
 
 
 def _set_aside(path: Path, why: str) -> None:
-    os.replace(path, path.with_name(path.name + ".bad"))
+    bad = path.with_name(path.name + ".bad")
+    if bad.is_dir() and not bad.is_symlink():       # an earlier folder set aside
+        shutil.rmtree(bad)
+    os.replace(path, bad)
     print(f"{why}: starting over (set aside as {path.name}.bad)", file=sys.stderr)
 
 
@@ -151,6 +177,9 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     if old.is_file():
         _set_aside(old, "an old-format checkpoint (pickle) is not read")
     path = folder / CHECKPOINT
+    if _non_regular(path):
+        _set_aside(path, "checkpoint is not a regular file")
+        return None
     if not path.is_file():
         return None
     try:

@@ -20,6 +20,7 @@ from ..atomic import FolderLock, atomic_savefig, regular_file
 from ..privacy.threat_model import (OBSERVERS_JSON, SERVER_COLUMNS, SERVER_CSV,
                                      run_folder_observers)
 from ..results import RunFolder, RunSummary, write_csv, write_json
+from ..results.manifest import MANIFEST, manifest_problem, write_manifest
 from .experiment import Experiment
 from .checkpoint import CHECKPOINT, HEARTBEAT, ROWS
 from .fingerprint import run_fingerprint
@@ -40,8 +41,9 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
     """The summary of a finished run of ``method`` under ``cfg`` in ``folder``, or None when
     there is none to trust: every file must parse, the config's fingerprint must be this
     run's (stored, and recomputed from config.json's content), metrics.csv must hold
-    ``cfg.rounds`` rows and the last round's accuracy a finite number (a truncated, foreign,
-    edited or damaged file means the run is done again)."""
+    ``cfg.rounds`` rows, the last round's accuracy a finite number and every file its
+    digest in files.sha256 (a truncated, foreign, edited or damaged file means the run is
+    done again)."""
     folder = Path(folder)
     try:
         made = json.loads(regular_file(folder / "config.json").read_text())
@@ -53,6 +55,8 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
             list(csv.reader(f))
     except (OSError, ValueError, KeyError, TypeError, csv.Error):
         return None
+    if manifest_problem(folder, bool(summary.manifest)) is not None:
+        return None                    # a file changed after the run (results.manifest)
     if not isinstance(made, dict) or made.get("fingerprint") != run_fingerprint(cfg, method):
         return None
     if "method" in made and made_fingerprint(made) != made["fingerprint"]:
@@ -150,8 +154,11 @@ def train_to_folder(exp: Experiment, method: str, folder: Path, progress: bool =
             summary.audit is not None))
         if summary.audit is not None:   # per-canary scores: a CSV and a histogram, not JSON
             write_canaries(tmp, summary.audit.pop("canary_scores"), method)
+        summary.manifest = True
         write_json(tmp / "summary.json", summary.to_dict())
         (tmp / CHECKPOINT).unlink(missing_ok=True)
         (tmp / ROWS).unlink(missing_ok=True)
         (tmp / HEARTBEAT).unlink(missing_ok=True)
+        write_manifest(tmp, [p.name for p in tmp.iterdir() if p.is_file() and not
+                             p.is_symlink() and p.name != MANIFEST and p.suffix != ".bad"])
     return summary

@@ -13,6 +13,7 @@ import numpy as np
 from ..atomic import regular_file
 from ..config import ConfigError
 from ..harness.table import TableSpec, Unit, unit_complete
+from ..results.manifest import manifest_problem
 from ..results.summary import RunSummary, fraction
 
 
@@ -126,6 +127,9 @@ def read_run(folder: Path):
         raise UnreadableRun(f"{path}: no {e.args[0]}") from e
     except (OSError, ValueError, TypeError) as e:
         raise UnreadableRun(f"{path}: {e}") from e
+    problem = manifest_problem(folder, bool(s.manifest))
+    if problem is not None:
+        raise UnreadableRun(problem)
     check_config(folder)
     metric = s.headline_metric                  # personalised where it is
     path = folder / "metrics.csv"
@@ -153,7 +157,7 @@ def read_run(folder: Path):
             last["diagnostics"] = window
     except KeyError as e:
         raise UnreadableRun(f"{path}: no column {e.args[0]}") from e
-    except (OSError, ValueError, TypeError) as e:
+    except (OSError, ValueError, TypeError, csv.Error) as e:
         raise UnreadableRun(f"{path}: {e}") from e
     return s, curve, last
 

@@ -56,6 +56,8 @@ class RunSummary:
     peak_memory_scope: Optional[str] = None              # "run" or "process"
     segments: Optional[List[Dict[str, Any]]] = None      # which process trained which rounds
     audit: Optional[Dict[str, Any]] = None               # the canary audit (docs/audit.md)
+    # the folder holds files.sha256 (results.manifest); None in runs made before it
+    manifest: Optional[bool] = None
 
     @property
     def reported_accuracy(self) -> float:
