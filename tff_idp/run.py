@@ -206,7 +206,14 @@ def main(argv=None) -> int:
             from . import EARLY_STOPS as early
             if early and stop.signum is None:
                 stop.signum = early[0]
-            return _main(argv, stop)
+            try:
+                return _main(argv, stop)
+            except Exception:
+                if stop.signum is None:
+                    raise
+                # the stop, turned by a library into an error of its own (a module the
+                # stop left half-imported fails its next import with another one)
+                return _stopped_line(stop)
     except KeyboardInterrupt:
         print("stopped (Ctrl-C); run the same command to resume from the last checkpoint",
               file=sys.stderr)
@@ -561,4 +568,5 @@ def _train_all(exp, args) -> list:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runtime import exit_quietly
+    exit_quietly(main())

@@ -146,12 +146,27 @@ def run_stoppable(main, argv=None, early=()) -> int:
                 status = main(argv)
         except (StoppedInStartUp, KeyboardInterrupt):
             status = None
-        if stop.signum is None and status is not None:
-            return status
+        except Exception:
+            if stop.signum is None:
+                raise
+            status = None      # a library turned the stop into an error of its own (a
+            # module left half-imported by the stop fails its next import with another one)
+        if status is not None:         # its own end (a stop after it changes nothing),
+            return status              # or a stop it reported itself
         signum = stop.signum or signal.SIGINT
         print(f"stopped by {signal.Signals(signum).name}; nothing was left half-written",
               file=sys.stderr)
         return 128 + int(signum)
+
+
+def exit_quietly(status: int) -> None:
+    """``sys.exit(status)`` for an entry point's ``__main__``, with SIGINT and SIGTERM
+    ignored from here on: the work is over and the interpreter's finalization resets the
+    entry point's handlers to the default action, under which a signal in the last moments
+    killed the finished process silently (exit -2 / -15, no line)."""
+    for s in StopRequests.SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    sys.exit(status)
 
 
 def stop_requested() -> bool:

@@ -327,6 +327,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from .runtime import run_stoppable
+    from .runtime import exit_quietly, run_stoppable
     from . import EARLY_STOPS          # a stop during the imports (tff_idp/__init__.py)
-    sys.exit(run_stoppable(main, early=EARLY_STOPS))
+    exit_quietly(run_stoppable(main, early=EARLY_STOPS))

@@ -648,8 +648,8 @@ def test_archived_runs_regenerate_the_report_and_are_not_trained_again(table_in_
     archived = sorted(p.parent for p in (archive / "tiny").glob("**/summary.json"))
     assert len(archived) == 2 and not any((p / REUSED).exists() for p in archived)
     assert sorted(p.name for p in archived[0].iterdir()) == [
-        "config.json", "ledger.csv", "metrics.csv", "observers.json", "server.csv",
-        "summary.json"]
+        "config.json", "files.sha256", "ledger.csv", "metrics.csv", "observers.json",
+        "server.csv", "summary.json"]
     report = (spec.out_root("smoke") / "report" / "report.md").read_text()
     again = _run(["tff_idp.report", str(table), "--scale", "smoke", "--archive"])
     assert again.returncode == 0 and "archived 0 run(s)" in again.stderr   # nothing new

@@ -147,6 +147,7 @@ PERSONAL = ("whoever sees the personalised models (their private parts are not c
 NOT_PRIVATE_SERVER = "server (the run is not private: the server sees raw updates)"
 SERVER_COLUMNS = ("cohort", "cohort_per_group")           # metrics rows -> server.csv
 SERVER_CSV, OBSERVERS_JSON = "server.csv", "observers.json"   # a run folder's files
+MANIFEST = "files.sha256"          # the digests of the others (results.manifest)
 
 
 def column_observer(column: str) -> str:
@@ -190,6 +191,7 @@ def run_folder_observers(metrics_columns: Sequence[str], server_columns: Sequenc
                             "; timings and machine: simulation only",
                             "personal": PERSONAL, "audit": SIMULATION + "; the auditor's"}}
     out[OBSERVERS_JSON] = "public (this list)"
+    out[MANIFEST] = "public (the SHA-256 of each file above: results.manifest)"
     if audited:
         out["canaries.csv"] = out["canaries.png"] = SIMULATION + "; the auditor's canary scores"
     return out

@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Iterable, Optional
 
-MANIFEST = "files.sha256"
+from ..privacy.threat_model import MANIFEST
 # at most this many bytes are hashed per file: a result file is kilobytes to megabytes, a
 # file grown past it (a 200 MB line appended) is damage, not something to read
 MAX_BYTES = 256 * 2 ** 20
