@@ -16,6 +16,7 @@ from tests.harness.conftest import tiny_table
 from tff_idp.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow          # 48 processes, each up to seconds: the slow tier
 
 
 ENTRY_POINTS = ["run", "report", "slurm submit", "slurm status", "slurm collect",

@@ -416,7 +416,9 @@ LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
           "audit_group": 1_000}
 # the range of every element of a list key (its length is a rule between keys: validate)
 LIST_RANGES = {
-    "budgets": Range(0, low_open=True), "group_ratios": Range(0, 1, low_open=True),
+    "budgets": Range(1e-3, 1e4, why="below it the calibrated noise swamps any update (a "
+                     "noise multiplier in the thousands), above it the bound says nothing"),
+    "group_ratios": Range(0, 1, low_open=True),
     "rates": Range(0, 1, low_open=True), "keep_fractions": Range(0, 1, low_open=True),
     "noise_multipliers": Range(*NOISE_MULTIPLIER_RANGE, why="outside it, its square or the "
                                "accountant's 1 / sigma^2 is not a usable float"),
@@ -475,6 +477,7 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     for e in cfg.budgets:
         if not e > 0 or math.isinf(e):
             _fail("budgets", cfg.budgets, "every epsilon must be positive and finite")
+    _check_elements("budgets", cfg.budgets)
     if cfg.budgets != sorted(cfg.budgets):
         _fail("budgets", cfg.budgets, "list groups from the strictest (smallest epsilon) up")
     if len(cfg.group_ratios) != len(cfg.budgets):
