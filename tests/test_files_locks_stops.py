@@ -49,6 +49,24 @@ def test_a_figure_is_written_atomically(tmp_path, monkeypatch):
     plt.close(fig)
 
 
+def test_a_killed_writers_temporary_figure_is_removed_by_the_next_write(tmp_path):
+    """Issue 76: a report killed mid-write (SIGKILL: no finally) left convergence.tmp-<pid>.png
+    beside the figure, and later reports never removed it; a live writer's is kept."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    dead = tmp_path / "c.tmp-4194304.png"          # beyond pid_max: no such process
+    dead.write_bytes(b"\x89PNG half")
+    live = tmp_path / f"c.tmp-{os.getppid()}.png"
+    live.write_bytes(b"\x89PNG being written")
+    other = tmp_path / "d.tmp-4194304.png"         # another figure's: not this one's to clean
+    other.write_bytes(b"x")
+    fig = plt.figure()
+    atomic_savefig(fig, tmp_path / "c.png")
+    plt.close(fig)
+    assert not dead.exists() and live.exists() and other.exists()
+
+
 def test_a_lock_whose_pid_was_reused_is_taken_over(tmp_path):
     """The pid in the lock is alive but started after the lock was written (after a reboot,
     or a pid reused): not its writer, so the lock is stale."""

@@ -7,6 +7,7 @@ moved into place. Used by the results folders and by the data set store.
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import shutil
 import socket
@@ -163,8 +164,13 @@ def regular_file(path: Path) -> Path:
 def atomic_savefig(fig, path: Path, **kwargs) -> Path:
     """``fig.savefig`` to ``<stem>.tmp<suffix>`` beside ``path`` (the suffix keeps the image
     format), then moved into place: a kill mid-write leaves the previous figure or none,
-    never a truncated one."""
+    never a truncated one. The temporary files of writers that were killed (their pid is no
+    longer alive on this host) are removed first, so they do not pile up beside it."""
     path = Path(path)
+    for stale in path.parent.glob(f"{glob.escape(path.stem)}.tmp-*{path.suffix}"):
+        pid = stale.name[len(path.stem) + 5:len(stale.name) - len(path.suffix)]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
     tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
         fig.savefig(tmp, **kwargs)
