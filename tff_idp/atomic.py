@@ -161,6 +161,16 @@ def regular_file(path: Path) -> Path:
     return Path(path)
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MB blocks."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def atomic_savefig(fig, path: Path, **kwargs) -> Path:
     """``fig.savefig`` to ``<stem>.tmp<suffix>`` beside ``path`` (the suffix keeps the image
     format), then moved into place: a kill mid-write leaves the previous figure or none,

@@ -13,7 +13,6 @@ regular files are read (a FIFO in a file's place would block the reader).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ..atomic import AtomicFolder, regular_file
+from ..atomic import AtomicFolder, file_sha256, regular_file
 
 
 def pack_clients(parts: List[np.ndarray]) -> Dict[str, np.ndarray]:
@@ -36,14 +35,6 @@ def pack_clients(parts: List[np.ndarray]) -> Dict[str, np.ndarray]:
 
 def unpack_clients(flat: np.ndarray, offsets: np.ndarray) -> List[np.ndarray]:
     return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class DataStore:
@@ -67,7 +58,7 @@ class DataStore:
             meta = json.loads(regular_file(path / "meta.json").read_text())
             digest = meta.get("sha256") if isinstance(meta, dict) else None
             npz = regular_file(path / "arrays.npz")      # a FIFO would block np.load
-            if digest is not None and _sha256(npz) != digest:
+            if digest is not None and file_sha256(npz) != digest:
                 set_aside(path, "its arrays are not the ones written (SHA-256 differs)")
                 return None
             with np.load(npz, allow_pickle=False) as z:
@@ -89,7 +80,7 @@ class DataStore:
     def write(path: Path, arrays: Dict[str, np.ndarray], meta: dict) -> Path:
         with AtomicFolder(path, shared=True) as tmp:
             np.savez(tmp / "arrays.npz", **arrays)
-            meta = dict(meta, sha256=_sha256(tmp / "arrays.npz"))   # checked by every read
+            meta = dict(meta, sha256=file_sha256(tmp / "arrays.npz"))   # checked by every read
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         return Path(path)
 

@@ -516,9 +516,9 @@ def load_table(path: str) -> TableSpec:
 
 
 def check_cell_types(spec: TableSpec) -> None:
-    """Every config value of the table typed and finite before the scale reads it: [base],
-    each [datasets.X] block, then every cell (with its axis value), each error one line
-    naming where the key is."""
+    """Every config value of the table typed, finite and in range before the scale reads it
+    (:func:`tff_idp.config.check_values`): [base], each [datasets.X] block and axis value,
+    then every cell, each error one line naming where the key is."""
     blocks = [("base", spec.base)] + [(f"datasets.{ds}", b) for ds, b in spec.datasets.items()]
     if spec.axis is not None and spec.axis.key == "*":
         blocks += [(f"axis.values.{label}", v) for label, v in zip(spec.axis.labels,
@@ -527,9 +527,10 @@ def check_cell_types(spec: TableSpec) -> None:
         if "reference" in block:             # expand drops it: never compared
             _fail(f"{where}.reference", block["reference"], "a table's paper numbers go in "
                   "[reference.<data set>.<method>]")
+        per_dataset = where.startswith("axis")   # an axis value's table by data set: per cell
         try:
-            check_values({k: x for k, x in block.items()    # an axis value's table by data
-                          if not (where.startswith("axis") and isinstance(x, dict))})  # set
+            check_values({k: x for k, x in block.items()
+                          if not (per_dataset and isinstance(x, dict))})
         except ConfigError as e:
             raise ConfigError(f"[{where}] {e}") from None
     a = spec.axis

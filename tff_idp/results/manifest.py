@@ -11,10 +11,10 @@ read (a FIFO or a link out of the folder in a file's place is damage, never foll
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Iterable, Optional
 
+from ..atomic import file_sha256
 from ..privacy.threat_model import MANIFEST
 # at most this many bytes are hashed per file: a result file is kilobytes to megabytes, a
 # file grown past it (a 200 MB line appended) is damage, not something to read
@@ -27,11 +27,7 @@ def _digest(path: Path) -> str:
     if path.stat().st_size > MAX_BYTES:
         raise ValueError(f"{path.name}: {path.stat().st_size:,} bytes, more than a result "
                          f"file holds ({MAX_BYTES:,})")
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path)
 
 
 def write_manifest(folder: Path, names: Iterable[str]) -> None:
