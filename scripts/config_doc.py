@@ -3,7 +3,7 @@ tff_idp/config.py (tests/test_config_doc.py fails when the page differs):
 python scripts/config_doc.py"""
 from pathlib import Path
 
-from tff_idp.config import config_markdown
+from tff_idp.config_doc import config_markdown
 
 if __name__ == "__main__":
     page = Path(__file__).resolve().parents[1] / "docs" / "config.md"

@@ -321,52 +321,6 @@ CHOICE_NOTES = {"dsu_mask": "'local': each client's own weights, the paper; 'glo
                             "broadcast weights"}
 
 
-def key_docs() -> List[dict]:
-    """Every key of :class:`ExperimentConfig` with its default and its one-line doc (the
-    comment beside or above its field), its choices and its range where declared: what
-    ``--help`` lists and docs/config.md is generated from (:func:`config_markdown`)."""
-    import inspect
-    src = inspect.getsource(ExperimentConfig)
-    out = []
-    for f in dataclasses.fields(ExperimentConfig):
-        m = re.search(rf"^\s+{f.name}:.*?#\s*(.*)$", src, re.M)
-        above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
-        doc = m.group(1) if m else (" ".join(l.strip().lstrip("# ").strip() for l in
-                                              above.group(1).splitlines()) if above else "")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        if isinstance(default, list):
-            default = [round(v, 4) if isinstance(v, float) else v for v in default]
-        # a default computed where the config is made (an environment variable): said so
-        computed = f.default is dataclasses.MISSING and not isinstance(default, (list, dict))
-        out.append({"name": f.name, "default": default, "doc": doc, "computed": computed,
-                    "choices": CHOICES.get(f.name), "range": RANGES.get(f.name)})
-    return out
-
-
-def config_markdown() -> str:
-    """docs/config.md: every config key, generated from the code (``python
-    scripts/config_doc.py`` writes it; a test fails when the page differs)."""
-    lines = ["# Config keys", "",
-             "Every key of an experiment config (TOML; `--set key=value` overrides one, in "
-             "TOML syntax; `tff_idp.Experiment.from_dict` takes the same keys). Generated "
-             "from `tff_idp/config.py` by `python scripts/config_doc.py`; "
-             "`tests/test_config_doc.py` fails when this page differs. A table config "
-             "(`[table]`, docs/tables.md) sets these keys per cell. Bad values are refused "
-             "in one line naming the key, exit status 2, before any work.", "",
-             "| key | default | what it is | allowed |", "|---|---|---|---|"]
-    for k in key_docs():
-        allowed = []
-        if k["choices"]:
-            allowed.append("one of " + ", ".join(f"`{c}`" for c in k["choices"]))
-        if k["range"] is not None:
-            allowed.append(k["range"].rule())
-        doc = k["doc"].replace("|", "\\|")
-        default = "computed (see its doc)" if k["computed"] else f"`{k['default']!r}`"
-        lines.append(f"| `{k['name']}` | {default} | {doc} | "
-                     f"{'; '.join(allowed) or '-'} |")
-    return "\n".join(lines) + "\n"
-
-
 def _check_choices(cfg: ExperimentConfig) -> None:
     """Every key of :data:`CHOICES` holds one of its values."""
     for key, allowed in CHOICES.items():
@@ -404,9 +358,8 @@ def _check_audit(cfg: ExperimentConfig) -> None:
 
 # largest values the code represents: seeds seed numpy's and TensorFlow's 32-bit streams;
 # a ledger and metrics row per round; the rest keep a round's plan within reach of memory
-# (the memory estimate, engine.memory, refuses what still cannot fit)
-# (every integer key has one, audit_canaries its own rule in _check_audit:
-# tests/faults/test_config_matrix.py)
+# (the memory estimate, engine.memory, refuses what still cannot fit); every integer key has
+# one (audit_canaries its own rule in _check_audit: tests/faults/test_config_matrix.py)
 LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
           "local_steps": 1_000_000, "batch_size": 1_000_000, "local_epochs": 10_000,
           "personal_steps": 1_000_000, "personal_epochs": 10_000, "head_epochs": 10_000,

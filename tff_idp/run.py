@@ -24,7 +24,7 @@ from .runtime import StoppedInStartUp
 
 
 def _key_help() -> str:
-    from .config import key_docs
+    from .config_doc import key_docs
     lines = ["config keys (TOML; override any with --set key=value, values in TOML syntax; "
              "docs/config.md):"]
     for k in key_docs():
