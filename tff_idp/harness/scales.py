@@ -9,12 +9,10 @@ from typing import Optional
 from ..config import ConfigError, ExperimentConfig
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
+# data sets the smoke scale runs for real (shipped offline); the rest become stand-ins
 OFFLINE = {"digits", "adult-standin"}
 
-
-# --scale: how every unit shrinks. smoke: wiring on 2 CPU cores in minutes, on synthetic
-# stand-ins of the real sets' shapes; laptop: the real data, fewer rounds and clients;
-# paper: as written.
+# each scale's caps (module docstring)
 SCALES = {
     "smoke": dict(rounds=2, num_clients=60, min_cohort=6, local_steps=1, local_epochs=1,
                   batch_size=8, test_examples=200, seeds=1, synthetic=True),
