@@ -102,10 +102,7 @@ def _clear_non_regular(path: Path) -> None:
     ``<name>.bad``): writing would block on a FIFO, fail on a folder, or go through a link
     out of the run folder."""
     if _non_regular(path):
-        bad = path.with_name(path.name + ".bad")
-        if bad.is_dir() and not bad.is_symlink():
-            shutil.rmtree(bad)
-        os.replace(path, bad)
+        bad = _move_aside(path)
         print(f"{path.name}: not a regular file; set aside as {bad.name}", file=sys.stderr)
 
 
@@ -157,11 +154,17 @@ def _read_rows(folder: Path, pointer: dict) -> List[dict]:
     return rows
 
 
-def _set_aside(path: Path, why: str) -> None:
+def _move_aside(path: Path) -> Path:
+    """``path`` renamed ``<name>.bad`` (replacing an earlier one, a folder too)."""
     bad = path.with_name(path.name + ".bad")
     if bad.is_dir() and not bad.is_symlink():       # an earlier folder set aside
         shutil.rmtree(bad)
     os.replace(path, bad)
+    return bad
+
+
+def _set_aside(path: Path, why: str) -> None:
+    _move_aside(path)
     print(f"{why}: starting over (set aside as {path.name}.bad)", file=sys.stderr)
 
 
