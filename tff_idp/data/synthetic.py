@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shakespeare import LEAF_SETS
 from .types import ArrayData
 
 # name of the real set -> (input shape, classes); shape "text" = 80-character windows and
@@ -20,9 +21,9 @@ SHAPES = {
     "emnist": ((28, 28, 1), 62), "femnist": ((28, 28, 1), 10), "femnist62": ((28, 28, 1), 62),
     "svhn_cropped": ((32, 32, 3), 10), "cifar10": ((32, 32, 3), 10),
     "cifar100": ((32, 32, 3), 100), "tff_cifar100": ((32, 32, 3), 100),
-    "shakespeare-leaf": ("text", 80), "tff_shakespeare": ("text", 80),
-    "shakespeare-leaf-positions": ("positions", 80), "shakespeare-leaf-chunks": ("positions", 80),
-    "adult": ((14,), 2),
+    "tff_shakespeare": ("text", 80), "adult": ((14,), 2),
+    **{name: ("text" if task == "next" else "positions", 80)
+       for name, (_, task) in LEAF_SETS.items()},
 }
 PREFIX = "synthetic:"
 TRAIN, TEST = 3000, 500          # examples of every stand-in but those sized like the real set

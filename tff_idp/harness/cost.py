@@ -42,13 +42,15 @@ TRAIN_SIZES = {"fashion_mnist": 60000, "svhn_cropped": 73257, "cifar10": 50000,
                "femnist": 341873, "femnist62": 671585, "tff_cifar100": 50000,
                "shakespeare-leaf": 2982449, "tff_shakespeare": 2982449,
                "shakespeare-leaf-positions": 2982449, "shakespeare-leaf-chunks": 36461,
-               "adult": 32561,
+               "shakespeare-leaf-rules": 3070237, "shakespeare-leaf-rules-positions": 3070237,
+               "shakespeare-leaf-rules-chunks": 37532, "adult": 32561,
                "digits": 1437, "adult-standin": 455}
 TEST_SIZES = {"fashion_mnist": 10000, "svhn_cropped": 26032, "cifar10": 10000,
               "cifar100": 10000, "emnist_digits": 40000, "emnist": 116323, "femnist": 40832,
               "femnist62": 77483, "tff_cifar100": 10000, "shakespeare-leaf": 672236,
               "shakespeare-leaf-positions": 672236, "shakespeare-leaf-chunks": 672236,
-              "tff_shakespeare": 672236, "adult": 16281, "digits": 360, "adult-standin": 114}
+              "shakespeare-leaf-rules": 690565, "shakespeare-leaf-rules-positions": 690565,
+              "shakespeare-leaf-rules-chunks": 690565, "tff_shakespeare": 672236, "adult": 16281, "digits": 360, "adult-standin": 114}
 
 _FLOPS_CACHE: Dict[tuple, float] = {}
 
