@@ -55,3 +55,27 @@ def test_table_iis_trained_runs_used_the_noise_table_iii_computes(method):
         assert [round(float(s), 2) for s in trained["sigma^2"].split(" / ")] == \
             pytest.approx(paper * (3 // len(paper)), abs=0.006)
         assert round(float(trained["Lambda"]), 2) == float(computed["paper_Lambda"])
+
+
+def test_the_sampling_column_names_the_cohorts_and_their_relation():
+    """Issue 77, item 2: every privacy table says how the cohorts were drawn."""
+    from tff_idp.report.tables import sampling_text
+    assert sampling_text([{"sampling": "poisson"}] * 2) == "Poisson (add/remove one)"
+    assert sampling_text([{"sampling": "fixed"}]) == "fixed, without replacement (replace one)"
+    assert sampling_text([{"sampling": "fixed"}, {"sampling": "poisson"}]) == "differs by seed"
+    assert sampling_text([{}]) == "not recorded"
+
+
+def test_committed_reports_say_which_sampling_each_cell_ran():
+    """The FMNIST baselines report has GDPFed+ with fixed cohorts beside Poisson cells; the
+    Shakespeare reports ran Poisson cohorts throughout."""
+    baselines = (FMNIST / "ablations-table2-baselines" / "report.md").read_text()
+    section = baselines.split("## Privacy, by observer")[1].split("\n## ")[0]
+    rows = [l for l in section.splitlines() if l.startswith("| FMNIST")]
+    assert any("fixed, without replacement (replace one)" in r for r in rows)
+    assert any("Poisson (add/remove one)" in r for r in rows)
+    for folder in sorted((ROOT / "runs" / "gdpfed" / "reports").glob("shakespeare-*")):
+        if (folder / "report.md").is_file() and "## Privacy, by observer" in \
+                (folder / "report.md").read_text():
+            for row in _privacy_rows(folder / "report.md").values():
+                assert row["sampling"] == "Poisson (add/remove one)", folder

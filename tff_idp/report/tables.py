@@ -67,6 +67,7 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
             "epsilon", "") is None for p in c["observers"])
         out.append({
             "dataset": ds, "column": col or "", "method": method,
+            "sampling": sampling_text(c["observers"]),
             "budgets": " / ".join(f"{c['observers'][0]['groups'][g]['budget']:g}"
                                   for g in groups),
             **plan_text(c["plans"]),
@@ -78,6 +79,18 @@ def observer_rows(cells: Dict[tuple, dict]) -> List[dict]:
                 p["guarantee"].get("budget_met_against", "") for p in c["observers"]}))
             + (" †" if c["not_covered"] else "")})
     return out
+
+
+SAMPLING_TEXT = {"poisson": "Poisson (add/remove one)",
+                 "fixed": "fixed, without replacement (replace one)"}
+
+
+def sampling_text(privacy_blocks: List[dict]) -> str:
+    """How a cell's cohorts were drawn (the summaries' ``privacy.sampling``,
+    :mod:`tff_idp.sampling`) with the neighbouring relation it is accounted for; "differs
+    by seed" where its runs disagree, "not recorded" for a summary without it."""
+    shown = {SAMPLING_TEXT.get(p.get("sampling"), "not recorded") for p in privacy_blocks}
+    return shown.pop() if len(shown) == 1 else "differs by seed"
 
 
 def personalised_not_private(privacy: dict) -> bool:
