@@ -69,6 +69,27 @@ def test_within_rule_explained_seed_spread_unexplained():
     assert "e -12.50: unexplained;" in text or text.endswith("e -12.50: unexplained")
 
 
+def test_an_open_gap_says_what_was_tried_and_what_not(tmp_path):
+    """Issue 77, item 5: a gap not explained yet is *open* only with what was tried, what
+    was not and the report it rests on; the README's Shakespeare Table II row has no
+    unexplained cell."""
+    row = status.Row(paper="0", what="T", data="D", offline="yes", kind="cells",
+                     open=(status.Reading(method="d", text="tried: x; not tried: y",
+                                          report="r"),))
+    text = status.within_text(ROOT, row, _evidence([_cell("d", 60.0, 1.0, 72.5)]))
+    assert text == "0 / 1; d -12.50: open: tried: x; not tried: y ([evidence](r/report.md))"
+    for bad in ('text = "tried: x"\nreport = "r"', 'text = "tried: x; not tried: y"'):
+        toml = tmp_path / "status.toml"
+        toml.write_text('[[row]]\npaper = "0"\nwhat = "T"\ndata = "D"\noffline = "yes"\n'
+                        'kind = "cells"\nconfig = "c.toml"\n\n[[row.open]]\n'
+                        f'method = "d"\n{bad}\n')
+        with pytest.raises(ConfigError, match="method='d': an open gap's text says"):
+            status.load_rows(toml)
+    line = next(l for l in (ROOT / "README.md").read_text().splitlines()
+                if l.startswith("| 000 | Table II | Shakespeare"))
+    assert "unexplained" not in line and line.count(": open: tried: ") == 5
+
+
 def test_claims_are_counted_by_their_exact_verdict():
     from tff_idp.harness import claims
     ev = _evidence([], [{"claim": "x", "verdict": claims.HOLDS},
