@@ -474,11 +474,8 @@ def _bench_method(args) -> int:
     exp = prepare(cfg, persist=False)
     results, modes = {}, {}
     for mode in ("cohort", "client-loop"):
-        runner, program, w0 = loop.make_runner(exp, args.method, "fast")
-        if mode == "client-loop":            # the same backend, clients one after another
-            runner.cohort_model, runner.mode = None, "client-loop"
-            runner.cached = [False] * len(runner.cached)
-            runner.gathered = [False] * len(runner.gathered)
+        # the same backend, with the clients trained one after another in client-loop mode
+        runner, program, w0 = loop.make_runner(exp, args.method, "fast", mode=mode)
         store = loop.PersonalStore(w0, program.split, cfg.num_clients)
         ids = list(range(cfg.num_clients))
         batches = [[client_data.phase_examples(exp, c, 0, ph, p) for c in ids]

@@ -51,8 +51,7 @@ def test_clip_topk_and_reweighting_exact():
     # the clients' un-noised clipping and norms are not sent unless a simulation asks
     assert "clipped_fraction" not in meas and "mean_update_norm" not in meas
     factory = GroupGaussianFactory([1.0, 10.0], [0.0, 0.0], [2, 1], weights=[0.5, 0.5],
-                                   keep_fractions=[1.0, 0.5])
-    factory.client_diagnostics = True
+                                   keep_fractions=[1.0, 0.5], client_diagnostics=True)
     proc = factory.create(vt)
     meas = proc.next(proc.initialize(), clients).measurements
     assert meas["clipped_fraction"] == pytest.approx(2 / 3)

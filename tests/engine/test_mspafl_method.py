@@ -78,10 +78,9 @@ def test_private_halves_never_leave_the_client(monkeypatch):
 
 def test_each_upload_carries_the_full_sigma_on_public_coordinates():
     sigma = mspafl.local_noise_std(1.0, 1e-4, 1.0)
-    factory = LocalGaussianQuery(1.0, sigma, 20.0, 0.9)
     mask = np.zeros((14, 2), np.float32)
     mask[7:] = 1.0
-    factory.shared_masks = [mask]
+    factory = LocalGaussianQuery(1.0, sigma, 20.0, 0.9).on_shared([mask])
     k = 4000
     noised, *_ = factory.client_math(
         [tf.zeros([k, 14, 2])], tf.ones([k, 1]), tf.stack([tf.zeros(k, tf.int32),

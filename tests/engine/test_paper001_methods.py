@@ -174,8 +174,7 @@ def test_the_upload_and_its_noise_land_on_the_mask_with_the_planned_variance(sou
     np.testing.assert_array_equal(out[kernel].numpy(),
                                   ((final[kernel] - start[kernel]) * expect).numpy())
     std, k = 0.3, 4
-    factory = GroupGaussianQuery([1e9], [std], [k])
-    factory.shared_masks = list(program.masks)
+    factory = GroupGaussianQuery([1e9], [std], [k]).on_shared(program.masks)
     zeros = [tf.zeros_like(t) for t in start]
     draws = []
     for r in range(300):

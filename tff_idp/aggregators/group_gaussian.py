@@ -14,8 +14,8 @@ Measurements (nested under this factory's name by the process): per-group cohort
 per-group noise std on the group sum and kept fraction, and with adaptive clipping the clip
 set from the noised count; nothing a client sends un-noised. The clients' clipped fraction
 and mean pre-clip norm are summed only when ``client_diagnostics`` is set (a simulation's
-diagnostic outside the protocol, ``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``; set by
-the round loop, off by default). The state holds the per-group parameters, so a process may
+diagnostic outside the protocol, ``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``; a
+constructor argument the round loop passes, off by default). The state holds the per-group parameters, so a process may
 change them between rounds.
 """
 from __future__ import annotations
@@ -44,27 +44,20 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
 
     QUERY = GroupGaussianQuery
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
-    # sum the clients' un-noised pre-clip norms and clipped indicators (module docstring):
-    # a simulation diagnostic that a deployment must not send; off unless asked for
-    client_diagnostics = False
 
-    def __init__(self, *args, record_aggregation_factory=None, **kwargs):
+    def __init__(self, *args, record_aggregation_factory=None, client_diagnostics=False,
+                 shared_masks=None, **kwargs):
+        """``client_diagnostics``: also sum the clients' un-noised pre-clip norms and
+        clipped indicators (module docstring), a simulation diagnostic that a deployment
+        must not send; off unless asked for. ``shared_masks``: the noise on these
+        coordinates only (the query's :meth:`~GroupGaussianQuery.on_shared`)."""
+        if record_aggregation_factory is not None and not isinstance(
+                record_aggregation_factory, tff.aggregators.UnweightedAggregationFactory):
+            raise TypeError(f"record_aggregation_factory={record_aggregation_factory!r}: "
+                            "must be a tff.aggregators.UnweightedAggregationFactory or None")
         self.record_aggregation_factory = record_aggregation_factory
-        self.query = self.QUERY(*args, **kwargs)
-
-    @property
-    def record_aggregation_factory(self):
-        return self._record_aggregation_factory
-
-    @record_aggregation_factory.setter
-    def record_aggregation_factory(self, factory):
-        """Checked whenever it is set (also after construction, as
-        ``tff_idp.learning.GroupDPPlan.aggregation_factory`` sets it)."""
-        if factory is not None and not isinstance(
-                factory, tff.aggregators.UnweightedAggregationFactory):
-            raise TypeError(f"record_aggregation_factory={factory!r}: must be a "
-                            "tff.aggregators.UnweightedAggregationFactory or None")
-        self._record_aggregation_factory = factory
+        self.client_diagnostics = bool(client_diagnostics)
+        self.query = self.QUERY(*args, **kwargs).on_shared(shared_masks)
 
     # the query's settings, as the round loop and the backends read them
     num_groups = property(lambda self: self.query.num_groups)

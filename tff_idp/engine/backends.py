@@ -44,12 +44,20 @@ def _agg_metric(agg, key):
     return np.nan
 
 
+def empty_rounds_noised(factory) -> bool:
+    """Whether a round with no client goes through the aggregator (its noise released):
+    ours say so (``noise_in_empty_rounds``; a local-DP aggregator keeps the model), TFF's
+    DP factory noises a zero sum too."""
+    return getattr(factory, "noise_in_empty_rounds", True)
+
+
 class TFFBackend:
     name = "tff"
     mode = "tff"
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
         self.batch_size, self.program = cfg.batch_size, program
+        self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
         self.process = build_group_dp_process(
             model_fn, w0, factory, element_spec, plan.num_aggregation_groups,
@@ -114,18 +122,27 @@ def expand(examples):
 class FastBackend:
     name = "fast"
 
-    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
+    MODES = ("cohort", "client-loop")
+
+    def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program,
+                 mode: str = "cohort"):
+        """``mode``: "cohort" trains a chunk's clients as one model where the model allows
+        it (else "client-loop" is used); "client-loop" trains them one after another."""
+        if mode not in self.MODES:
+            raise ValueError(f"mode={mode!r} is not one of {self.MODES}")
         if plan.adaptive_clip and getattr(factory, "adaptive", None) is None:
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
         self.cfg, self.program = cfg, program
+        self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.query = factory.query           # the mechanism's arithmetic, without TFF
         self.diagnostics = client_diagnostics(cfg, plan)
         self.m = plan.num_aggregation_groups
         self.chunk = cfg.fast_chunk_size
         self.model = model_fn()
-        self.cohort_model = CohortModel(self.model) if CohortModel.supports(self.model) else None
+        self.cohort_model = CohortModel(self.model) if mode == "cohort" and \
+            CohortModel.supports(self.model) else None
         self.mode = "cohort" if self.cohort_model is not None else "client-loop"
         self.state = self.query.initial_state_tensors()
         self._weights = [tf.constant(w, tf.float32) for w in w0]

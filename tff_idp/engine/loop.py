@@ -31,6 +31,7 @@ from .. import models
 from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
+from ..methods.base import FactoryOptions
 from ..models.split import split_model
 from ..results.summary import RunSummary
 from ..errors import RoundInterrupted, RunDiverged
@@ -101,30 +102,31 @@ def client_program(exp: Experiment, method: str, model) -> ClientProgram:
 
 
 def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
-                program: Optional[ClientProgram] = None):
-    """The backend runner of ``method`` (its plug-in's aggregator and client program, or
-    ``program``), before any round: (runner, program, initial weights)."""
+                program: Optional[ClientProgram] = None, **runner_options):
+    """The backend runner of ``method`` (its plug-in's aggregator, built whole, and client
+    program, or ``program``), before any round: (runner, program, initial weights).
+    ``runner_options``: the backend's own (the fast backend's ``mode``)."""
     cfg, plan = exp.cfg, exp.plans[method]
     model_fn = build_model_fn(exp, method)
     w0 = initial_weights(exp, model_fn)
     program = program or client_program(exp, method, model_fn())
-    factory = METHODS[method].aggregation_factory(
-        plan, cfg, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM))
-    if not program.split.trivial:    # noise on the shared coordinates only
-        if not hasattr(factory, "query"):
-            raise ConfigError(f"personal={program.split.spec!r}: the aggregator of "
-                              f"{method!r} cannot keep its noise off the personal part")
-        factory.query.shared_masks = list(program.split.masks)
-    if hasattr(factory, "client_diagnostics"):   # clients' un-noised statistics: see
-        factory.client_diagnostics = bool(client_diagnostics(cfg, plan))   # threat_model
+    options = FactoryOptions(   # noise on the shared coordinates only; clients' un-noised
+        shared_masks=None if program.split.trivial else tuple(program.split.masks),
+        client_diagnostics=bool(client_diagnostics(cfg, plan)))   # statistics: threat_model
+    try:
+        factory = METHODS[method].aggregation_factory(
+            plan, cfg, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM), options)
+    except ValueError as e:             # a factory that cannot take the personal part's masks
+        if options.shared_masks is None:
+            raise
+        raise ConfigError(f"personal={program.split.spec!r}: {e}") from e
     x = exp.data.x_train
     # a phase of epochs keeps a short last batch
     batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
     spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
             tf.TensorSpec([batch_dim] + list(exp.data.y_train.shape[1:]), tf.int32))
-    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program)
-    # TFF's DP factory noises a zero sum too; a local-DP aggregator keeps the model
-    runner.noise_in_empty_rounds = getattr(factory, "noise_in_empty_rounds", True)
+    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program,
+                                              **runner_options)
     return runner, program, w0
 
 

@@ -69,15 +69,10 @@ class GroupDPPlan:
         ``noise_seed``: None draws the server's noise from a secret seed; an int32 fixes it
         (simulation only: ``tff_idp.learning.dp_aggregator``)."""
         from ..methods import METHODS
-        factory = METHODS[self.method].aggregation_factory(self.plan, self.config,
-                                                            noise_seed)
-        if record_aggregation_factory is not None:
-            if not hasattr(factory, "record_aggregation_factory"):
-                raise ValueError(f"record_aggregation_factory: {self.method} with "
-                                 f"adaptive_clipping={self.config.adaptive_clipping!r} "
-                                 "aggregates with TFF's own factory; pass it none")
-            factory.record_aggregation_factory = record_aggregation_factory
-        return factory
+        from ..methods.base import FactoryOptions
+        return METHODS[self.method].aggregation_factory(
+            self.plan, self.config, noise_seed,
+            FactoryOptions(record_aggregation_factory=record_aggregation_factory))
 
     def epsilons(self) -> Dict[int, float]:
         """Per privacy group, the epsilon the whole plan spends at the setting's delta

@@ -44,6 +44,28 @@ from ..algorithms.round_parts import Phase  # noqa: F401 (re-exported)
 from ..algorithms.round_parts import client_output, server_update
 
 
+@dataclasses.dataclass(frozen=True)
+class FactoryOptions:
+    """What the caller adds to a method's aggregation factory, given at construction (the
+    factory, its query and the runner are never changed once built):
+
+    - ``shared_masks``: for a model with a personal part, per tensor a 0/1 mask of the
+      shared coordinates (None: wholly shared), so that the noise lands on those only
+      (``tff_idp.models.split``); None when everything is shared;
+    - ``client_diagnostics``: the clients also send their un-noised pre-clip norms and
+      clipped indicators (a simulation diagnostic: ``privacy.threat_model``);
+    - ``record_aggregation_factory``: how the noised records are summed (e.g. TFF's
+      ``SecureSumFactory``); None: ``federated_sum``."""
+    shared_masks: Optional[tuple] = None
+    client_diagnostics: bool = False
+    record_aggregation_factory: object = None
+
+    def kwargs(self) -> dict:
+        """The options as :class:`~tff_idp.aggregators.GroupGaussianFactory` takes them."""
+        return dict(shared_masks=self.shared_masks, client_diagnostics=self.client_diagnostics,
+                    record_aggregation_factory=self.record_aggregation_factory)
+
+
 class Method:
     """The plug-in interface (module docstring). Subclasses set ``name`` and ``planner`` and
     override what differs from FedAvg with everything shared."""
@@ -139,15 +161,19 @@ class Method:
 
     # --- the aggregator: clip, noise, group sums (a TFF aggregation factory) ----------
 
-    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: Optional[int]):
-        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``:
-        GDPFed's group-wise Gaussian factory by default. ``noise_seed`` seeds the server's
-        draws (with ``cfg.noise_draw == "group"``, and empty groups): the simulator passes
-        one derived from the run's seed, for reproducibility; None draws a secret one."""
+    def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: Optional[int],
+                            options: FactoryOptions = FactoryOptions()):
+        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``,
+        built whole with ``options`` (:class:`FactoryOptions`): GDPFed's group-wise Gaussian
+        factory by default. ``noise_seed`` seeds the server's draws (with
+        ``cfg.noise_draw == "group"``, and empty groups): the simulator passes one derived
+        from the run's seed, for reproducibility; None draws a secret one. ValueError for
+        options the method's factory cannot take."""
         from ..aggregators import GroupGaussianFactory
         return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
                                     plan.weights, plan.keep_fractions,
-                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed)
+                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed,
+                                    **options.kwargs())
 
     def noise_drawn_by(self, cfg) -> str:
         """Who draws the noise the server's sums carry: ``"client"`` (each its share, Alg. 1

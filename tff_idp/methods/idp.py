@@ -9,7 +9,7 @@ import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting, combination_weights, grouped_plan
 from ..privacy import gdpfed, idp
-from .base import Method
+from .base import FactoryOptions, Method
 from .gdpfed import noise_magnitude_at_rates
 
 # adaptive_clipping: "ours" (seeded, both backends) or "tff" (TFF's own factory)
@@ -131,11 +131,18 @@ class IDPFedAvg(_Individualized):
     def plan_version(self, cfg):
         return 1                   # SAMPLE's rates on the full RDP orders
 
-    def aggregation_factory(self, plan, cfg, noise_seed):
+    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
         cohort = float(plan.expected_cohorts[0])
         z = float(plan.noise_multipliers[0])
         count_std = idp.clipped_count_stddev(z, cohort)
-        if cfg.adaptive_clipping == "tff":
+        if cfg.adaptive_clipping == "tff":      # TFF's own factory: nothing to add to it
+            if options.shared_masks is not None:
+                raise ValueError(f"the aggregator of {self.name!r} with adaptive_clipping="
+                                 "'tff' cannot keep its noise off the personal part")
+            if options.record_aggregation_factory is not None:
+                raise ValueError(f"record_aggregation_factory: {self.name} with "
+                                 "adaptive_clipping='tff' aggregates with TFF's own factory; "
+                                 "pass it none")
             from ..runtime import import_tff
             tff = import_tff()
             return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
@@ -151,7 +158,7 @@ class IDPFedAvg(_Individualized):
             plan.keep_fractions,
             adaptive=AdaptiveClipping(z_value, count_std, idp.ADAPTIVE_TARGET_QUANTILE,
                                       idp.ADAPTIVE_LEARNING_RATE),
-            noise_draw=cfg.noise_draw, noise_seed=noise_seed)
+            noise_draw=cfg.noise_draw, noise_seed=noise_seed, **options.kwargs())
 
     def noise_drawn_by(self, cfg):
         """TFF's ``DifferentiallyPrivateFactory`` adds its noise to the server-placed sum:

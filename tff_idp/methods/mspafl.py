@@ -63,7 +63,7 @@ from ..algorithms.plan import MethodPlan
 from ..key_ranges import PROBABILITY_OPEN, Range
 from ..privacy import mspafl
 from ..privacy.gaussian_releases import composed_gaussian_epsilon
-from .base import Method
+from .base import FactoryOptions, Method
 
 # the ranges of paper 002's keys (tff_idp.config.RANGES)
 KEY_RANGES = {"local_epsilon": Range(0, 700, low_open=True, why="e^epsilon must be a float"),
@@ -166,11 +166,11 @@ class MSPAFL(Method):
     def plan_summary(self, plan, setting):
         return {"local_noise_std": plan.noise_stddevs[0]}
 
-    def aggregation_factory(self, plan, cfg, noise_seed):
+    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
         from ..aggregators.local_gaussian import LocalGaussianFactory
         nu = mspafl.checkin_normaliser(plan.rates[0], cfg.num_clients)
         return LocalGaussianFactory(plan.clips[0], plan.noise_stddevs[0],
-                                    plan.expected_cohorts[0], nu)
+                                    plan.expected_cohorts[0], nu, **options.kwargs())
 
     @staticmethod
     def client_output(start, final, masks):

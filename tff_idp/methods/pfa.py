@@ -9,7 +9,7 @@ import dataclasses
 
 from ..algorithms.plan import MethodPlan, PrivacySetting, grouped_plan
 from ..privacy import accounting, gdpfed
-from .base import Method
+from .base import FactoryOptions, Method
 
 # pfa_projection: each model tensor its own subspace, or one of the whole update
 # (tff_idp.aggregators.PFAProjection)
@@ -92,13 +92,13 @@ class PFA(Method):
         return {**super().plan_kwargs(cfg), "pfa_accounting": cfg.pfa_accounting,
                 "public_noise": cfg.pfa_public_noise}
 
-    def aggregation_factory(self, plan, cfg, noise_seed):
+    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
         from ..aggregators import PFAFactory, PFAProjection
         return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
                           PFAProjection(plan.public_group, plan.projected_group,
                                         public_noise=plan.public_noise,
                                         projection=cfg.pfa_projection),
-                          noise_seed=noise_seed)
+                          noise_seed=noise_seed, **options.kwargs())
 
     def plan_version(self, cfg):
         """2: the private mean projected around the public mean, per layer by default (the

@@ -35,6 +35,7 @@ noised bit count in a round with no client at all.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import math
 from typing import Optional, Sequence
@@ -249,9 +250,18 @@ class GroupGaussianQuery:
 
     # Which coordinates are released: a method with a personal part sends zeros on it, and
     # the noise goes on the shared coordinates only (``shared_masks``: per tensor a 0/1 mask
-    # or None for wholly shared; None for all shared). Set by the round loop from the
-    # method's parameter split (tff_idp.models.split).
+    # or None for wholly shared; None for all shared), given by :meth:`on_shared`.
     shared_masks = None
+
+    def on_shared(self, masks: Optional[Sequence]) -> "GroupGaussianQuery":
+        """This query with its noise on the shared coordinates ``masks`` only (a new query,
+        this one unchanged; None: every coordinate shared). The factories build theirs so
+        from the method's parameter split (``tff_idp.models.split``)."""
+        if masks is None:
+            return self
+        shared = copy.copy(self)
+        shared.shared_masks = list(masks)
+        return shared
 
     def _on_shared(self, noise):
         if self.shared_masks is None:
