@@ -54,7 +54,8 @@ def test_read_out_fine_tuning_on_features_equals_training_the_head_of_the_full_m
     """DP-FedAvg-fb's evaluation copy: each client's head fine-tuned on features computed
     once gives the head that the same steps through the whole model (body frozen) give."""
     import tensorflow as tf
-    from tff_idp.algorithms.client_work import ClientTrainer, PhaseSpec
+    from tff_idp.algorithms.client_work import (ClientTrainer, CohortData, PhaseBatches,
+                                               PhaseSpec)
     from tff_idp.engine.cohort_model import CohortModel
     from tff_idp.engine.evaluation import ReadoutFineTune
     rng = np.random.default_rng(3)
@@ -83,8 +84,10 @@ def test_read_out_fine_tuning_on_features_equals_training_the_head_of_the_full_m
         xs[:len(order)], ys[:len(order)], ws[:len(order)] = x[ids][order], y[ids][order], 1.0
         final, _ = trainer.train_on_batches_phases(
             model, [tf.constant(v) for v in w],
-            [(tf.constant(xs.reshape(steps, 8, 12)), tf.constant(ys.reshape(steps, 8)),
-              tf.constant(ws.reshape(steps, 8)), PhaseSpec(trainable=frozen))],
+            [PhaseBatches(CohortData(tf.constant(xs.reshape(steps, 8, 12)),
+                                     tf.constant(ys.reshape(steps, 8)),
+                                     tf.constant(ws.reshape(steps, 8))),
+                          PhaseSpec(trainable=frozen))],
             tf.constant(0.05))
         for i in readout:
             np.testing.assert_allclose(got[i][c], final[i].numpy(), atol=1e-5)

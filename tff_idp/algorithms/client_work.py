@@ -156,6 +156,23 @@ class CohortData(NamedTuple):
     order: object = None
 
 
+class PhaseSteps(NamedTuple):
+    """A phase of a TFF client's work: ``steps`` batches of its dataset (None: every batch,
+    a phase of epochs) and how they train (:class:`PhaseSpec`)."""
+    steps: Optional[int]
+    spec: "PhaseSpec"
+
+
+class PhaseBatches(NamedTuple):
+    """A phase of the fast backend's clients: their batches (:class:`CohortData`; for one
+    client of the client loop, without the client axis), how they train
+    (:class:`PhaseSpec`), and ``on_features``: the read-out alone on features computed
+    once from ``data.xs`` (each client's examples, gathered by ``data.order``)."""
+    data: CohortData
+    spec: "PhaseSpec"
+    on_features: bool = False
+
+
 class StepModel(NamedTuple):
     """How :meth:`ClientTrainer.step` reaches a model: ``grads(fwd, x, y, w, trainable)``
     gives (batch loss, 1/0 whether the batch held a real example, d loss / d fwd) at the
@@ -282,11 +299,10 @@ class ClientTrainer:
             kept_slots.append((_masked(on, a_new, a), _masked(on, b_new, b)))
         return new_params, (loss_sum + active * loss, count + active, tuple(kept_slots))
 
-    def train_phases(self, model, start, datasets, lr, phases):
+    def train_phases(self, model, start, datasets, lr, phases: List[PhaseSteps]):
         """The TFF client's work in phases: from ``start`` (its own start weights), for each
-        phase (``datasets[i]``, ``phases[i]`` = (steps or None for every batch,
-        :class:`PhaseSpec`)) fresh optimizer slots and that many steps. Returns (final
-        weights, mean loss over all steps)."""
+        phase (``datasets[i]``, ``phases[i]``: :class:`PhaseSteps`) fresh optimizer slots
+        and that many steps. Returns (final weights, mean loss over all steps)."""
         keras = keras_step_model(model)
         params, loss_sum, count = tuple(start), tf.constant(0.0), tf.constant(0.0)
         for dataset, (steps, spec) in zip(datasets, phases):
@@ -299,13 +315,13 @@ class ClientTrainer:
             loss_sum, count = loss_sum + phase_loss, count + phase_count
         return list(params), loss_sum / tf.maximum(count, 1.0)
 
-    def train_on_batches_phases(self, model, start, phases, lr):
-        """One client of the fast runner's client loop, in phases: ``phases`` =
-        [(xs [steps, batch, ...], ys, ws or None, :class:`PhaseSpec`)]. Returns (final
-        weights, mean loss over all steps)."""
+    def train_on_batches_phases(self, model, start, phases: List[PhaseBatches], lr):
+        """One client of the fast runner's client loop, in phases (:class:`PhaseBatches`
+        whose data are xs [steps, batch, ...], ys, ws or None). Returns (final weights, mean
+        loss over all steps)."""
         keras = keras_step_model(model)
         params, loss_sum, count = list(start), tf.constant(0.0), tf.constant(0.0)
-        for xs, ys, ws, spec in phases:
+        for (xs, ys, ws, _), spec, _ in phases:
             state = self.fresh(params)
             for s in tf.range(tf.shape(xs)[0]):
                 params, state = self.step(keras, params, state,
@@ -318,7 +334,8 @@ class ClientTrainer:
         """One client from ``weights`` through one phase training everything: ``xs``
         [steps, batch, ...]; ``ws`` [steps, batch] example weights (padding 0). Returns
         (delta, mean loss)."""
-        final, loss = self.train_on_batches_phases(model, weights, [(xs, ys, ws, ALL)], lr)
+        final, loss = self.train_on_batches_phases(
+            model, weights, [PhaseBatches(CohortData(xs, ys, ws), ALL)], lr)
         return [f - w for f, w in zip(final, weights)], loss
 
     def train_cohort(self, cohort_model, weights, xs, ys, lr, ws=None):
@@ -329,26 +346,26 @@ class ClientTrainer:
         mean loss per client [K])."""
         k = tf.shape(xs)[0]
         params = [tf.repeat(w[None], k, axis=0) for w in weights]
-        final, loss = self.train_cohort_phases(cohort_model, params, [(xs, ys, ws, ALL)], lr)
+        final, loss = self.train_cohort_phases(
+            cohort_model, params, [PhaseBatches(CohortData(xs, ys, ws), ALL)], lr)
         return [p - w[None] for p, w in zip(final, weights)], loss
 
-    def train_cohort_phases(self, cohort_model, params, phases, lr, readout=None):
+    def train_cohort_phases(self, cohort_model, params, phases: List[PhaseBatches], lr,
+                            readout=None):
         """:meth:`train_cohort` from per-client start weights ``params`` ([K, ...] per
         tensor: the broadcast shared part and each client's personal part) through
-        ``phases`` = [(xs, ys, ws or None, :class:`PhaseSpec`[, order, on_features])], fresh
-        optimizer slots in each. Without an ``order``, ``xs`` [K, steps, batch, ...] are the
-        batches. With one, ``xs`` [K, n, ...] are each client's examples once, ``order``
-        [K, steps, batch] indices into them and ``ws`` their weights (each client's examples
-        held once for all its epochs); ``on_features`` then trains the read-out alone on
-        features computed once (``readout``: the read-out's tensor indices): the same steps
-        as on the examples themselves, the layers below being frozen. Returns (final weights
-        [K, ...] per tensor, mean loss per client over all steps)."""
+        ``phases`` (:class:`PhaseBatches`), fresh optimizer slots in each. Without a
+        ``data.order``, ``data.xs`` [K, steps, batch, ...] are the batches. With one,
+        ``data.xs`` [K, n, ...] are each client's examples once, ``order`` [K, steps, batch]
+        indices into them and ``ws`` their weights (each client's examples held once for
+        all its epochs); ``on_features`` then trains the read-out alone on features
+        computed once (``readout``: the read-out's tensor indices): the same steps as on the
+        examples themselves, the layers below being frozen. Returns (final weights [K, ...]
+        per tensor, mean loss per client over all steps)."""
         start = list(params)
         k = tf.shape(params[0])[0]
         loss_sum, count = tf.zeros([k]), tf.zeros([k])
-        for phase in phases:
-            xs, ys, ws, spec, order, on_features = (tuple(phase) + (None, False))[:6]
-            data = CohortData(xs, ys, ws, order)
+        for data, spec, on_features in phases:
             if on_features:                      # on features computed once
                 params, phase_loss, phase_count = self._readout_steps(
                     cohort_model, params, start, data, lr, spec, readout)

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
-from .client_work import ClientProgram, LocalTraining
+from .client_work import ClientProgram, LocalTraining, PhaseSteps
 from .round_parts import Phase, client_output, server_update
 
 tff = import_tff()
@@ -62,7 +62,7 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            tuple(w.shape for w in weights_np)),
             client_output, server_update)
     masks, personal = program.masks, program.personal
-    phases = [(None if ph.epochs else ph.steps, spec)
+    phases = [PhaseSteps(None if ph.epochs else ph.steps, spec)
               for ph, spec in zip(program.phases, program.phase_specs())]
     sparse = program.reparam is not None       # clients also say where their noise lands
     sequence = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import LocalTraining
+from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..algorithms.process import build_group_dp_process
 from .cohort_model import CohortModel
@@ -208,8 +208,9 @@ class FastBackend:
         for k in tf.range(tf.shape(groups)[0]):      # one client after another
             start = program.start(weights, [p[k] for p in personal])
             final, loss = self.trainer.train_on_batches_phases(
-                self.model, start, [(xs[k], ys[k], None if ws is None else ws[k], spec)
-                                    for (xs, ys, ws), spec in zip(data, self.specs)], lr)
+                self.model, start,
+                [PhaseBatches(CohortData(xs[k], ys[k], None if ws is None else ws[k]), spec)
+                 for (xs, ys, ws), spec in zip(data, self.specs)], lr)
             out, support = program.send(start, final, batched=False)
             part, e, st = self._aggregate(
                 [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
@@ -234,8 +235,9 @@ class FastBackend:
             a, b = tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k)
             final, loss = self.trainer.train_cohort_phases(
                 self.cohort_model, [t[a:b] for t in start],
-                [tuple(x if x is None else x[a:b] for x in d[:3])
-                 + (spec, d[3][a:b] if len(d) > 3 else None, on_features)
+                [PhaseBatches(CohortData(*(x if x is None else x[a:b] for x in d[:3]),
+                                         order=d[3][a:b] if len(d) > 3 else None),
+                              spec, on_features)
                  for d, spec, on_features in zip(data, self.specs, self.cached)],
                 lr, self.cohort_model.readout_tensors)
             finals.append(final)
