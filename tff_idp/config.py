@@ -42,9 +42,8 @@ class ExperimentConfig:
     # results go to <output_dir>/<name>/ (default: the config file's name without .toml;
     # "digits-default" for the embedded default)
     name: str = "digits-default"
-    # run one after another and compared: p_fedavg dp_fedavg gdpfed gdpfed_opc gdpfed_plus
-    # idp_sample idp_scale idp_fedavg pfa fedrep dp_fedrep ms_pafl ldp_fedavg centaur
-    # dp_pfeddsu dp_fedavg_fb pmtl_ft ppsgd (tff_idp.methods)
+    # run one after another and compared; the registered methods (tff_idp.methods, with
+    # those other packages register):
     methods: List[str] = dataclasses.field(
         default_factory=lambda: ["p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_plus"])
     dataset: str = "digits"                   # data source (tff_idp.data.SOURCES)

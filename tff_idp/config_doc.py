@@ -22,6 +22,9 @@ def key_docs() -> List[dict]:
         above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
         doc = m.group(1) if m else (" ".join(l.strip().lstrip("# ").strip() for l in
                                               above.group(1).splitlines()) if above else "")
+        if f.name == "methods":         # the registry's names, plug-ins included
+            from .methods import METHODS
+            doc += " " + " ".join(METHODS)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if isinstance(default, list):
             default = [round(v, 4) if isinstance(v, float) else v for v in default]

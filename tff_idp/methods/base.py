@@ -21,7 +21,8 @@ planner before the rounds and a reporter after them. Each hook sits in its role'
 - **finalizer**: ``server_update`` (by default theta <- theta + server_lr * aggregate);
 - **reporter**: :meth:`Method.evaluation` (the global model on the test set when nothing is
   personal; each client's own model on its own test examples otherwise:
-  ``engine.evaluation``; flag ``client_tests``), :meth:`Method.plan_summary`,
+  ``engine.evaluation``; flag ``client_tests``), ``printed_name`` (the name plots give
+  it), :meth:`Method.plan_summary`,
   :meth:`Method.summary_extras`, :meth:`Method.privacy_summary`.
 
 The round loop (``engine.loop``) and the backends (``engine.backends``: TFF and fast) call
@@ -72,6 +73,7 @@ class Method:
 
     name: str = ""
     summary: str = ""              # one line for `python -m tff_idp.run --list`
+    printed_name: str = ""         # as the paper prints it (plots; default: ``name``)
     # planner
     planner = None                 # f(setting, **kwargs) -> MethodPlan (plan_<name>)
     uses_rates: bool = False       # plan() passes the config's per-group ``rates`` (GDPFed-opc/+,

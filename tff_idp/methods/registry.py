@@ -1,0 +1,86 @@
+"""The registry of methods: the suite's own (one line each below) and those other installed
+packages register in the ``tff_idp.methods`` entry-point group (:func:`_load_plugins`); the
+planners, the printed names, and the lookups the config, the round loop and the reports
+use. Faced by :mod:`tff_idp.methods`."""
+from __future__ import annotations
+
+import re
+from typing import Dict
+
+from .base import Method
+from .fedrep import DPFedRep, FedRep
+from .gdpfed import DPFedAvg, GDPFed, GDPFedOpc, GDPFedPlus, PFedAvg
+from .idp import IDPFedAvg, IDPSample, IDPScale
+from .mspafl import LDPFedAvg, MSPAFL
+from .pfa import PFA
+from .pfeddsu import METHODS as PAPER001
+
+METHODS: Dict[str, Method] = {m.name: m for m in (
+    PFedAvg(), DPFedAvg(), GDPFed(), GDPFedOpc(), GDPFedPlus(), IDPSample(), IDPScale(),
+    IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg()) + PAPER001}
+
+
+ENTRY_POINTS = "tff_idp.methods"      # the entry-point group other packages register in
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def _check_plugin(entry, method) -> Method:
+    """A registered method, instantiated and checked: a :class:`Method` whose ``name`` is the
+    entry point's, a new one, with a summary and a planner (ImportError, one line)."""
+    where = f"{ENTRY_POINTS} entry point {entry.name}={entry.value}"
+    if isinstance(method, type) and issubclass(method, Method):
+        method = method()
+    if not isinstance(method, Method):
+        raise ImportError(f"{where}: is not a tff_idp.methods.Method (got "
+                          f"{type(method).__name__})")
+    if method.name != entry.name or not _NAME.match(method.name):
+        raise ImportError(f"{where}: its name {method.name!r} must be the entry point's and "
+                          "lower_snake_case")
+    if method.name in METHODS:
+        raise ImportError(f"{where}: {method.name!r} is already a method")
+    if not method.summary or method.planner is None:
+        raise ImportError(f"{where}: a method needs a summary and a planner")
+    return method
+
+
+def _load_plugins() -> None:
+    """Add the methods other installed packages register (module docstring)."""
+    from importlib.metadata import entry_points
+    for entry in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            loaded = entry.load()
+        except Exception as e:  # noqa: BLE001 (a plug-in's import can fail any way)
+            raise ImportError(f"{ENTRY_POINTS} entry point {entry.name}={entry.value}: "
+                              f"{type(e).__name__}: {e}") from e
+        method = _check_plugin(entry, loaded)
+        METHODS[method.name] = method
+
+
+_load_plugins()
+
+
+# each planner once, under the method it is named for (``plan_<method>``; FedRep's and paper
+# 001's methods reuse P-FedAvg's and DP-FedAvg's; MS-PAFL's plan is its ``plan`` method)
+PLANNERS = {m.name: m.planner for m in METHODS.values()
+            if m.planner is not None and m.planner.__name__ == f"plan_{m.name}"}
+
+
+# the names the papers print (plots and figure legends; configs use the registry keys)
+PAPER_NAMES = {
+    "p_fedavg": "P-FedAvg", "dp_fedavg": "DP-FedAvg", "gdpfed": "GDPFed",
+    "gdpfed_opc": "GDPFed-opc", "gdpfed_plus": "GDPFed+", "idp_sample": "IDP-FedAvg (SAMPLE)",
+    "idp_scale": "IDP-FedAvg (SCALE)", "idp_fedavg": "IDP-FedAvg", "pfa": "PFA",
+    "fedrep": "FedRep", "dp_fedrep": "DP-FedRep", "ms_pafl": "MS-PAFL",
+    "ldp_fedavg": "LDP-FedAvg", "centaur": "CENTAUR", "dp_pfeddsu": "DP-pFedDSU",
+    "dp_fedavg_fb": "DP-FedAvg-fb", "pmtl_ft": "PMTL-FT", "ppsgd": "PPSGD"}
+
+
+def get(name: str) -> Method:
+    return METHODS[name]
+
+
+def paper_name(name: str) -> str:
+    """A method's name as its paper prints it (a plug-in's ``printed_name``; the registry
+    key when there is none)."""
+    method = METHODS.get(name)
+    return PAPER_NAMES.get(name) or getattr(method, "printed_name", "") or name
