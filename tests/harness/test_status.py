@@ -158,3 +158,22 @@ def test_a_text_row_with_a_config_counts_its_archived_runs(tmp_path):
     words = status.Row(paper="000", what="T", data="D", offline="yes", kind="text",
                        within=f"ours {value}", evidence=(report,))
     assert status.status_rows(root, [words])[0][6] == "-"
+
+
+def test_the_bounds_row_links_reports_its_command_writes(tmp_path):
+    """Paper 002's Figures 3-6 are computed: each committed report (report.md, report.csv,
+    the bounds' CSV) is what the status row's command writes, to the byte."""
+    row = next(r for r in status.load_rows(ROOT / "runs" / "status.toml")
+               if r.what == "Figures 3-6 (bounds)")
+    figures = ["figure3a", "figure3b", "figure4", "figure5", "figure6"]
+    assert all(f in row.command for f in figures)
+    for figure in figures:
+        committed = ROOT / "runs" / "ms_pafl" / "reports" / "bounds" / figure
+        run = subprocess.run([sys.executable, "-m", "tff_idp.report",
+                              f"runs/ms_pafl/{figure}.toml", "--report-dir",
+                              str(tmp_path / figure)], capture_output=True, text=True,
+                             cwd=ROOT, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        for name in ("report.md", "report.csv", "Adult/bounds.csv"):
+            assert (tmp_path / figure / name).read_bytes() == \
+                (committed / name).read_bytes(), (figure, name)
