@@ -211,3 +211,24 @@ def test_basic_conversion_does_not_give_the_papers_table5():
                                             50, delta)
             assert independent(z) <= eps
             assert independent(z / 1.03) > eps
+
+
+def test_accountants_come_from_one_registry():
+    """Issue 78, item 3: the config's accountant names, the RDP ones and what each makes
+    and converts are read from ``ACCOUNTANT_REGISTRY``, not from string branches."""
+    import numpy as np
+    from tff_idp.privacy import accounting as acc
+    assert acc.ACCOUNTANTS == tuple(acc.ACCOUNTANT_REGISTRY) == ("rdp", "rdp_basic", "pld")
+    assert acc.RDP_ACCOUNTANTS == ("rdp", "rdp_basic")
+    assert type(acc.make_accountant("rdp_basic")) is acc.BasicConversionRdpAccountant
+    assert type(acc.make_accountant("rdp", "fixed")) is acc.RdpAccountant
+    with pytest.raises(ValueError, match="only supported by the RDP accountants"):
+        acc.make_accountant("pld", "fixed")
+    with pytest.raises(ValueError, match="accountant='moments' is not one of"):
+        acc.make_accountant("moments")
+    orders = np.asarray(acc.RDP_ORDERS)
+    curve = orders * 0.02
+    assert acc.epsilon_from_rdp(orders, curve, 1e-5, "rdp_basic") == pytest.approx(
+        acc.basic_epsilon(orders, curve, 1e-5)[0])
+    assert acc.epsilon_from_rdp(orders, curve, 1e-5, "rdp") < \
+        acc.epsilon_from_rdp(orders, curve, 1e-5, "rdp_basic")

@@ -29,9 +29,10 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import dp_accounting
 import numpy as np
@@ -41,11 +42,6 @@ from scipy import optimize
 
 from . import rdp_series
 
-ACCOUNTANTS = ("rdp", "rdp_basic", "pld")
-# of the server-side epsilon, a composition of Gaussians without sampling (privacy.ledger)
-SERVER_ACCOUNTANTS = ACCOUNTANTS + ("exact",)
-# the RDP accountants: the same RDP curve, two conversions to (epsilon, delta)
-RDP_ACCOUNTANTS = ("rdp", "rdp_basic")
 SAMPLINGS = ("poisson", "fixed")
 
 
@@ -156,22 +152,68 @@ class BasicConversionRdpAccountant(RdpAccountant):
         return self.get_epsilon_and_optimal_order(target_delta)[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class Accountant:
+    """An accountant a config can name (``accountant``): ``rdp_class`` the dp-accounting RDP
+    accountant it makes (None: PLD) and ``convert(orders, rdp, delta)`` how its RDP curve
+    becomes epsilon at delta."""
+    name: str
+    rdp_class: Optional[type] = None
+    convert: Optional[Callable] = None
+
+    @property
+    def is_rdp(self) -> bool:
+        return self.rdp_class is not None
+
+    def make(self, sampling: str = "poisson", orders=None):
+        """A fresh dp_accounting accountant. Fixed-size sampling needs RDP with
+        REPLACE_ONE. ``orders`` (RDP only) replaces dp_accounting's default 156 orders."""
+        if sampling == "fixed":
+            if not self.is_rdp:
+                raise ValueError("sampling='fixed' (without replacement) is only supported "
+                                 f"by the RDP accountants {RDP_ACCOUNTANTS}")
+            return self.rdp_class(
+                orders, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        if self.is_rdp:
+            return self.rdp_class(orders)
+        return pld.PLDAccountant(value_discretization_interval=1e-3)
+
+
+def _dp_accounting_conversion(orders, rdp_values, delta) -> float:
+    """dp-accounting's conversion (Canonne, Kamath, Steinke 2020, Prop. 12)."""
+    return float(rdp_privacy_accountant.compute_epsilon(list(orders), list(rdp_values),
+                                                        delta)[0])
+
+
+def _basic_conversion(orders, rdp_values, delta) -> float:
+    """Paper 003's Lemma 4 (Mironov 2017, Prop. 3): :func:`basic_epsilon`."""
+    return basic_epsilon(orders, rdp_values, delta)[0]
+
+
+# the accountants, by the name a config gives: the RDP ones share the RDP curve and differ
+# in its conversion to (epsilon, delta)
+ACCOUNTANT_REGISTRY = {a.name: a for a in (
+    Accountant("rdp", RdpAccountant, _dp_accounting_conversion),
+    Accountant("rdp_basic", BasicConversionRdpAccountant, _basic_conversion),
+    Accountant("pld"))}
+ACCOUNTANTS = tuple(ACCOUNTANT_REGISTRY)
+RDP_ACCOUNTANTS = tuple(n for n, a in ACCOUNTANT_REGISTRY.items() if a.is_rdp)
+# of the server-side epsilon, a composition of Gaussians without sampling (privacy.ledger)
+SERVER_ACCOUNTANTS = ACCOUNTANTS + ("exact",)
+
+
+def accountant_of(name: str) -> Accountant:
+    """The registered accountant ``name`` (ValueError, one line, for another)."""
+    if name not in ACCOUNTANT_REGISTRY:
+        raise ValueError(f"accountant={name!r} is not one of {ACCOUNTANTS}")
+    return ACCOUNTANT_REGISTRY[name]
+
+
 def make_accountant(accountant: str = "rdp", sampling: str = "poisson", orders=None):
-    """A fresh dp_accounting accountant: ``"rdp"`` (dp-accounting's RDP accountant and
-    conversion), ``"rdp_basic"`` (the same RDP, :func:`basic_epsilon`'s conversion) or
-    ``"pld"``. Fixed-size sampling needs RDP with REPLACE_ONE. ``orders`` (RDP only)
-    replaces dp_accounting's default 156 orders."""
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant={accountant!r} is not one of {ACCOUNTANTS}")
-    cls = BasicConversionRdpAccountant if accountant == "rdp_basic" else RdpAccountant
-    if sampling == "fixed":
-        if accountant not in RDP_ACCOUNTANTS:
-            raise ValueError("sampling='fixed' (without replacement) is only supported by "
-                             f"the RDP accountants {RDP_ACCOUNTANTS}")
-        return cls(orders, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    if accountant in RDP_ACCOUNTANTS:
-        return cls(orders)
-    return pld.PLDAccountant(value_discretization_interval=1e-3)
+    """A fresh dp_accounting accountant of the registered kind ``accountant``
+    (:data:`ACCOUNTANT_REGISTRY`: ``"rdp"``, dp-accounting's RDP accountant and conversion;
+    ``"rdp_basic"``, the same RDP with :func:`basic_epsilon`'s conversion; ``"pld"``)."""
+    return accountant_of(accountant).make(sampling, orders)
 
 
 def epsilon_of_event(event, delta: float, accountant: str = "rdp",
@@ -238,7 +280,7 @@ def calibrate_noise_multiplier(target_epsilon: float, sampling_rate: float, roun
     if tolerance is not None:
         _check("tolerance", tolerance, 0.0)
         return _opacus_style_search(target_epsilon, eps_of, tolerance)
-    if accountant == "pld":
+    if not accountant_of(accountant).is_rdp:
         # PLD is tighter than RDP, so the RDP calibration bounds it from above; a small
         # noise multiplier makes a huge PLD, so the bracket starts well away from zero.
         high = calibrate_noise_multiplier(target_epsilon, sampling_rate, rounds, delta, "rdp",
@@ -355,11 +397,11 @@ def observed_sampled_gaussian_rdp(noise_multiplier: float, sampling_rate: float,
 def epsilon_from_rdp(orders: Sequence[float], rdp_values: Sequence[float],
                      delta: float, accountant: str = "rdp") -> float:
     """Epsilon at ``delta`` of a composed RDP curve (``"rdp"``: dp-accounting's conversion,
-    Canonne, Kamath, Steinke 2020, Prop. 12; ``"rdp_basic"``: :func:`basic_epsilon`)."""
-    if accountant == "rdp_basic":
-        return basic_epsilon(orders, rdp_values, delta)[0]
-    return float(rdp_privacy_accountant.compute_epsilon(list(orders), list(rdp_values),
-                                                        delta)[0])
+    Canonne, Kamath, Steinke 2020, Prop. 12; ``"rdp_basic"``: :func:`basic_epsilon`): the
+    registered accountant's conversion; a curve handed in under ``"pld"``, an accountant
+    without one, is converted as dp-accounting does)."""
+    convert = accountant_of(accountant).convert or _dp_accounting_conversion
+    return convert(orders, rdp_values, delta)
 
 
 

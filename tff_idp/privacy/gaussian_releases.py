@@ -31,7 +31,7 @@ import dp_accounting
 import numpy as np
 from scipy import optimize, special
 
-from .accounting import RDP_ORDERS, _check, epsilon_from_rdp, make_accountant
+from .accounting import RDP_ORDERS, _check, accountant_of, epsilon_from_rdp, make_accountant
 
 
 def composed_gaussian_epsilon(precision: float, delta: float, accountant: str = "rdp") -> float:
@@ -51,8 +51,8 @@ def composed_gaussian_epsilon(precision: float, delta: float, accountant: str = 
         return math.inf
     if accountant == "exact":
         return exact_gaussian_epsilon(math.sqrt(precision), delta)
-    if accountant == "pld":
-        acc = make_accountant("pld")
+    if not accountant_of(accountant).is_rdp:          # PLD: dp-accounting's of one Gaussian
+        acc = make_accountant(accountant)
         acc.compose(dp_accounting.GaussianDpEvent(1.0 / math.sqrt(precision)))
         return float(acc.get_epsilon(delta))
     orders = np.asarray(RDP_ORDERS)
