@@ -424,17 +424,19 @@ def test_report_states_each_observers_epsilon(table):
                            **({"server_epsilon": server * (g + 1)} if draw == "client" else {})}
                   for g, b in enumerate([1.0, 2.0, 4.0])}
         privacy = None if u.method == "p_fedavg" else {
-            "groups": groups, "guarantee": guarantee("poisson", draw, None, (), True, False)}
+            "groups": groups, "sampling": "poisson",
+            "guarantee": guarantee("poisson", draw, None, (), True, False)}
         plan = {"plan": {"rates": [0.1] * 3, "noise_multipliers_sq": [12.7, 2.65, 1.2],
                          "noise_magnitude": 5.5}} if u.column == "1x" else None
         _fake_result(u, 0.5, [0.3, 0.4, 0.5], timing=plan, privacy=privacy)
     md = write_report(spec, "paper").read_text()
     section = md.split("## Privacy, by observer")[1].split("## Cost")[0]
-    assert "| digits | 1x | dp_fedavg | 1 / 2 / 4 | 10 / 10 / 10 | 12.7 / 2.65 / 1.2 | 5.5 | " \
-           "0.99 / 1.98 / 3.96 | 3 / 6 / 9 |" in section
+    assert "| digits | 1x | dp_fedavg | Poisson (add/remove one) | 1 / 2 / 4 | 10 / 10 / 10 | " \
+           "12.7 / 2.65 / 1.2 | 5.5 | 0.99 / 1.98 / 3.96 | 3 / 6 / 9 |" in section
     assert "those who see the released models only; against the server the budget is " \
            "exceeded" in section
-    assert "| digits | 2x | dp_fedavg | 1 / 2 / 4 | - | - | - | 0.99 / 1.98 / 3.96 | " \
+    assert "| digits | 2x | dp_fedavg | Poisson (add/remove one) | 1 / 2 / 4 | - | - | - | " \
+           "0.99 / 1.98 / 3.96 | " \
            "none (server-drawn noise) | those who see the released models only |" in section
     assert "| p_fedavg |" not in section
 
