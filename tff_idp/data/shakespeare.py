@@ -30,7 +30,6 @@ Two builds, each a store of its own (:data:`STORES`), each read as three tasks
   without a test window is dropped. A play whose speakers are named on a line of capitals
   without a full stop (this source's *A Midsummer Night's Dream*) is read in that form.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -52,13 +51,11 @@ from ..atomic import AtomicFolder, regular_file
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
 SEQ_LEN = 80
 STORE = "shakespeare-leaf"            # the built clients' folder under the data root
-# the data sets made from it: LEAF's task, TFF's (a target at every position) on the same
-# windows, and TFF's on non-overlapping pieces (an epoch as TFF's and FedML's trainers count
-# it: each piece of SEQ_LEN + 1 characters once)
 # the stores built from the source: folder name -> the rule that builds it (module docstring)
 STORES = {STORE: "roles", "shakespeare-leaf-rules": "leaf"}
-# the tasks read from a store: name suffix -> task (LEAF's next character after 80; TFF's
-# target at every position; TFF's on non-overlapping pieces)
+# the tasks read from a store: name suffix -> task (LEAF's, the character after 80; TFF's,
+# a target at every position, on the same windows; TFF's on non-overlapping pieces, an
+# epoch as TFF's and FedML's trainers count it: each piece of SEQ_LEN + 1 characters once)
 TASKS = {"": "next", "-positions": "positions", "-chunks": "chunks"}
 # every data set made from a store: name -> (store, task)
 LEAF_SETS = {store + suffix: (store, task) for store in STORES for suffix, task in TASKS.items()}
