@@ -53,6 +53,7 @@ def data_set_states():
 
 def listing(runs_dir: Path, width: int = 100) -> str:
     from .methods import METHODS
+    from .methods.registry import BROKEN_PLUGINS
     lines = [f"configs under {runs_dir}/ (python -m tff_idp.run CONFIG; a table also needs "
              "--scale smoke|laptop|paper):"]
     for path, kind, title in config_titles(runs_dir):
@@ -62,6 +63,8 @@ def listing(runs_dir: Path, width: int = 100) -> str:
     lines += ["", "methods (--set 'methods=[\"NAME\", ...]'):"]
     for name, method in METHODS.items():
         lines.append(_row(f"  {name}", method.summary, 16, width))
+    for name, why in BROKEN_PLUGINS.items():      # registered by a package, not usable
+        lines.append(_row(f"  {name}", f"broken, not run: {why}", 16, width))
     lines += ["", "data sets (python -m tff_idp.data fetch NAME stages one; synthetic:NAME "
               "is a stand-in of NAME's shapes):"]
     for name, state in data_set_states():

@@ -24,6 +24,7 @@ from .key_ranges import (AT_LEAST_ONE, LEARNING_RATE, NON_NEGATIVE, POSITIVE,
                          PROBABILITY_OPEN, Range)
 from .key_ranges import check as check_range
 from .methods import METHODS
+from .methods.registry import BROKEN_PLUGINS
 from .methods import fedrep, mspafl, pfeddsu
 from .methods.idp import ADAPTIVE_CLIPPINGS
 from .methods.pfa import PFA_ACCOUNTINGS, PFA_PROJECTIONS, PFA_PUBLIC_NOISES
@@ -397,6 +398,8 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
         if getattr(cfg, key) is not None:
             _check_elements(key, getattr(cfg, key))
     for m in cfg.methods:
+        if m not in METHODS and m in BROKEN_PLUGINS:      # registered by a package, unusable
+            _fail("methods", m, BROKEN_PLUGINS[m])
         if m not in METHODS:
             _fail("methods", m, f"unknown method{did_you_mean(m, METHODS)} (choose from "
                   f"{', '.join(sorted(METHODS))})")

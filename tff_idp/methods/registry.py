@@ -24,35 +24,50 @@ ENTRY_POINTS = "tff_idp.methods"      # the entry-point group other packages reg
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
+class PluginError(ValueError):
+    """A registration that is not a usable method (one line naming the entry point)."""
+
+
+# entry points of other packages that are not usable methods: name -> why (one line);
+# ``--list`` shows them and a config that names one is refused with it
+BROKEN_PLUGINS: Dict[str, str] = {}
+
+
 def _check_plugin(entry, method) -> Method:
     """A registered method, instantiated and checked: a :class:`Method` whose ``name`` is the
-    entry point's, a new one, with a summary and a planner (ImportError, one line)."""
+    entry point's, a new one, with a summary and a planner (:class:`PluginError`)."""
     where = f"{ENTRY_POINTS} entry point {entry.name}={entry.value}"
     if isinstance(method, type) and issubclass(method, Method):
         method = method()
     if not isinstance(method, Method):
-        raise ImportError(f"{where}: is not a tff_idp.methods.Method (got "
+        raise PluginError(f"{where}: is not a tff_idp.methods.Method (got "
                           f"{type(method).__name__})")
     if method.name != entry.name or not _NAME.match(method.name):
-        raise ImportError(f"{where}: its name {method.name!r} must be the entry point's and "
+        raise PluginError(f"{where}: its name {method.name!r} must be the entry point's and "
                           "lower_snake_case")
     if method.name in METHODS:
-        raise ImportError(f"{where}: {method.name!r} is already a method")
+        raise PluginError(f"{where}: {method.name!r} is already a method")
     if not method.summary or method.planner is None:
-        raise ImportError(f"{where}: a method needs a summary and a planner")
+        raise PluginError(f"{where}: a method needs a summary and a planner")
     return method
 
 
 def _load_plugins() -> None:
-    """Add the methods other installed packages register (module docstring)."""
+    """Add the methods other installed packages register (module docstring); one that
+    cannot be loaded or is not a usable method goes to :data:`BROKEN_PLUGINS` instead, so
+    that it stops only the configs that name it."""
     from importlib.metadata import entry_points
     for entry in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
         try:
-            loaded = entry.load()
+            method = _check_plugin(entry, entry.load())
+        except PluginError as e:
+            BROKEN_PLUGINS[entry.name] = str(e)
+            continue
         except Exception as e:  # noqa: BLE001 (a plug-in's import can fail any way)
-            raise ImportError(f"{ENTRY_POINTS} entry point {entry.name}={entry.value}: "
-                              f"{type(e).__name__}: {e}") from e
-        method = _check_plugin(entry, loaded)
+            BROKEN_PLUGINS[entry.name] = (f"{ENTRY_POINTS} entry point {entry.name}="
+                                          f"{entry.value}: {type(e).__name__}: "
+                                          f"{str(e).splitlines()[0] if str(e) else ''}")
+            continue
         METHODS[method.name] = method
 
 
