@@ -78,3 +78,22 @@ def test_what_a_caller_adds_is_given_at_construction():
     plain = GroupGaussianFactory([1.0], [0.5], [4.0], **FactoryOptions().kwargs())
     assert plain.query.shared_masks is None and not plain.client_diagnostics
     assert plain.record_aggregation_factory is None
+
+
+def test_the_librarys_methods_are_those_that_say_their_round_is_fedavgs():
+    """Issue 78, item 2 (part): ``tff_idp.learning``'s method list is read from the methods
+    (``Method.fedavg_round``), not kept by hand; each method that says so keeps FedAvg's
+    client work and finalizer, the whole model shared and no sparsified training."""
+    from tff_idp.learning.plan import FEDAVG_FAMILY
+    from tff_idp.methods import METHODS
+    from tff_idp.methods.base import Method
+    from tff_idp import config
+    assert FEDAVG_FAMILY == ("p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_opc", "gdpfed_plus",
+                             "idp_sample", "idp_scale", "idp_fedavg", "pfa")
+    cfg = config.ExperimentConfig()
+    for name in FEDAVG_FAMILY:
+        m = type(METHODS[name])
+        assert m.client_output is Method.client_output, name
+        assert m.server_update is Method.server_update, name
+        assert m.phases is Method.phases and m.reparam is Method.reparam, name
+        assert METHODS[name].split_spec(cfg) == "none", name

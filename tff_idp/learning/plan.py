@@ -27,11 +27,12 @@ import numpy as np
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import ConfigError, ExperimentConfig, from_mapping
 from ..errors import shown
+from ..methods import METHODS
 
 # methods whose round is FedAvg's client work and one aggregation factory on the model change
-# (the others have their own client programs: split models, personal parts)
-FEDAVG_FAMILY = ("p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_opc", "gdpfed_plus",
-                 "idp_sample", "idp_scale", "idp_fedavg", "pfa")
+# (each says so: ``Method.fedavg_round``; the others have their own client programs: split
+# models, personal parts, fine-tuned read-outs)
+FEDAVG_FAMILY = tuple(name for name, m in METHODS.items() if m.fedavg_round)
 # the config keys a plan may take besides the budgets (what these methods' planners and
 # factories read)
 SETTINGS = ("accountant", "calibration_tolerance", "sampling", "group_weighting", "rates",
@@ -68,7 +69,6 @@ class GroupDPPlan:
         plug-in in ``tff_idp.methods``), on tagged ``(update, group, seed)`` values.
         ``noise_seed``: None draws the server's noise from a secret seed; an int32 fixes it
         (simulation only: ``tff_idp.learning.dp_aggregator``)."""
-        from ..methods import METHODS
         from ..methods.base import FactoryOptions
         return METHODS[self.method].aggregation_factory(
             self.plan, self.config, noise_seed,

@@ -14,7 +14,8 @@ planner before the rounds and a reporter after them. Each hook sits in its role'
 - **client work**: :meth:`Method.phases` (local training in phases, each training all, the
   shared or the personal parameters), :meth:`Method.reparam` (sparsified training),
   ``client_output`` (what leaves the client, by default the shared part of its model
-  change);
+  change); flag ``fedavg_round`` (FedAvg's client work on the whole model and one
+  aggregation of its change: the library's ``LearningProcess`` runs such a method);
 - **aggregator**: :meth:`Method.aggregation_factory` (clip, noise, group sums, top-k,
   reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs),
   :meth:`Method.noise_drawn_by`; flag ``adaptive_clip``;
@@ -82,6 +83,9 @@ class Method:
     # distributor
     default_split: str = "none"    # the split when the config's ``personal`` is unset
     needs_personal: bool = False   # refuse personal = "none"
+    # client work
+    fedavg_round: bool = False     # FedAvg's client work, one aggregation of the model change
+                                   # (tff_idp.learning runs these: learning.plan.FEDAVG_FAMILY)
     # aggregator
     adaptive_clip: bool = False    # the plan adapts its clip (IDP-FedAvg, paper 004)
     # reporter

@@ -21,6 +21,7 @@ KEY_RANGES = {"personal_steps": AT_LEAST_ONE, "personal_epochs": AT_LEAST_ONE}
 
 class FedRep(Method):
     name = "fedrep"
+    fedavg_round = False
     summary = "FedRep (Collins et al. 2021): shared body, a personal head per client; no privacy"
     planner = staticmethod(plan_p_fedavg)
     default_split = "head"

@@ -81,6 +81,7 @@ def plan_gdpfed_plus(setting: PrivacySetting, rates=None, keep_fractions=(0.7, 0
 
 class PFedAvg(Method):
     name = "p_fedavg"
+    fedavg_round = True
     summary = "FedAvg without privacy (paper 000's P-FedAvg): the accuracy ceiling"
     planner = staticmethod(plan_p_fedavg)
 
@@ -93,6 +94,7 @@ class PFedAvg(Method):
 
 class DPFedAvg(Method):
     name = "dp_fedavg"
+    fedavg_round = True
     summary = "DP-FedAvg: one noise multiplier for all, set by the strictest budget (000/003)"
     planner = staticmethod(plan_dp_fedavg)
 
@@ -111,6 +113,7 @@ class DPFedAvg(Method):
 
 class GDPFed(Method):
     name = "gdpfed"
+    fedavg_round = True
     summary = "GDPFed (paper 000 Alg. 1): each privacy group's own noise at one sampling rate"
     planner = staticmethod(plan_gdpfed)
 

@@ -85,6 +85,8 @@ def plan_idp_fedavg(setting: PrivacySetting, **_) -> MethodPlan:
 
 
 class _Individualized(Method):
+    fedavg_round = True
+
     def config_errors(self, cfg):
         yield from super().config_errors(cfg)
         if cfg.sampling == "fixed":

@@ -71,6 +71,7 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
 
 class PFA(Method):
     name = "pfa"
+    fedavg_round = True
     summary = "PFA (Liu et al. 2021): private mean projected on the public clients' subspace"
     planner = staticmethod(plan_pfa)
 

@@ -107,6 +107,7 @@ class DPpFedDSU(Centaur):
 
 class DPFedAvgFB(DPFedAvg):
     name = "dp_fedavg_fb"
+    fedavg_round = False
     summary = "DP-FedAvg-fb (paper 001's baseline): DP-FedAvg, then a fine-tuned head"
 
     def evaluation(self, cfg):
