@@ -59,6 +59,10 @@ def exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
+def _drop_unraisable(unraisable) -> None:
+    """``sys.unraisablehook`` once a stop is requested (:class:`StopRequests`)."""
+
+
 class StoppedInStartUp(Exception):
     """A stop request (Ctrl-C, SIGTERM) arrived while no checkpoint was at stake."""
 
@@ -76,9 +80,24 @@ class StopRequests:
     _active = None               # the installed one: nested uses share it
 
     def __init__(self):
-        self.signum = None
+        self._signum = None
         self._previous = {}
         self._immediate = 0
+
+    @property
+    def signum(self):
+        return self._signum
+
+    @signum.setter
+    def signum(self, signum):
+        """A stop is requested (by a signal, or one recorded during the imports): from here
+        on the interpreter's "Exception ignored in ..." reports are dropped. They come from
+        objects the stop left half-built (a stop inside a package's import: pyparsing's
+        ``Forward.__del__`` under pkg_resources), printed as tracebacks when collected; the
+        process is ending and says so in its one line."""
+        self._signum = signum
+        if signum is not None:
+            sys.unraisablehook = _drop_unraisable
 
     def _handle(self, signum, frame):
         if self.signum is not None:          # asked twice: stop now
