@@ -276,3 +276,34 @@ def test_a_link_in_a_run_folders_place_is_never_written_through(tmp_path, capfd,
     assert folder.is_dir() and not folder.is_symlink()
     assert (folder / "metrics.csv").is_file()
     assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("earlier", ["none", "file", "folder", "link to a folder"])
+@pytest.mark.parametrize("entry", ["file", "folder"])
+def test_move_aside_replaces_an_earlier_bad_entry_without_following_a_link(tmp_path, entry,
+                                                                        earlier):
+    """``atomic.move_aside``, the one set-aside of the checkpoints, the data cache and the
+    Shakespeare stores: whatever ``<name>.bad`` already is, the entry takes its place, and
+    a folder a link points to is left whole."""
+    from tff_idp.atomic import move_aside
+    path = tmp_path / "entry"
+    if entry == "file":
+        path.write_text("damaged")
+    else:
+        path.mkdir()
+        (path / "inside").write_text("damaged")
+    bad = tmp_path / "entry.bad"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    if earlier == "file":
+        bad.write_text("old")
+    elif earlier == "folder":
+        bad.mkdir()
+        (bad / "old").write_text("old")
+    elif earlier == "link to a folder":
+        bad.symlink_to(outside)
+    assert move_aside(path) == bad
+    assert not path.exists() and not bad.is_symlink()
+    assert (bad.read_text() if entry == "file" else (bad / "inside").read_text()) == "damaged"
+    assert (outside / "keep").read_text() == "keep"

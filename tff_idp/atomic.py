@@ -161,6 +161,20 @@ def regular_file(path: Path) -> Path:
     return Path(path)
 
 
+def move_aside(path: Path) -> Path:
+    """``path`` (a file, a folder or a link) renamed ``<name>.bad``, replacing an earlier
+    ``<name>.bad`` (a folder removed, never followed through a link): where it went. The
+    stores, the checkpoints and the built data sets set a damaged entry aside so."""
+    path = Path(path)
+    bad = path.with_name(path.name + ".bad")
+    if bad.is_dir() and not bad.is_symlink():
+        shutil.rmtree(bad)
+    elif bad.exists() or bad.is_symlink():
+        bad.unlink()
+    os.replace(path, bad)
+    return bad
+
+
 def file_sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes, read in 1 MB blocks."""
     import hashlib

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -45,7 +43,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..atomic import AtomicFolder, regular_file
+from ..atomic import AtomicFolder, move_aside, regular_file
 
 # LEAF's shakespeare vocabulary (models/shakespeare/... ALL_LETTERS): 80 symbols.
 LEAF_VOCAB = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
@@ -315,12 +313,7 @@ def read_store(out_dir: Path) -> List[dict]:
 
 def set_aside(out_dir: Path) -> Path:
     """Move a damaged store to ``<name>.bad`` (replacing an older one) and return where."""
-    out_dir = Path(out_dir)
-    bad = out_dir.with_name(out_dir.name + ".bad")
-    if bad.exists():
-        shutil.rmtree(bad)
-    os.replace(out_dir, bad)
-    return bad
+    return move_aside(out_dir)
 
 
 def to_sequences(text: str, seq_len: int = SEQ_LEN):

@@ -14,7 +14,6 @@ regular files are read (a FIFO in a file's place would block the reader).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import zipfile
@@ -23,7 +22,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ..atomic import AtomicFolder, file_sha256, regular_file
+from ..atomic import AtomicFolder, file_sha256, move_aside, regular_file
 
 
 def pack_clients(parts: List[np.ndarray]) -> Dict[str, np.ndarray]:
@@ -150,11 +149,9 @@ def set_aside(path: Path, why: str) -> None:
     """Move a bad entry out of the way (``<entry>.bad``, replacing an older one) with one
     line on stderr; the caller builds it again."""
     path = Path(path)
-    bad = path.with_name(path.name + ".bad")
-    shutil.rmtree(bad, ignore_errors=True)
     try:
-        os.replace(path, bad)
+        move_aside(path)
     except OSError:
         shutil.rmtree(path, ignore_errors=True)
-    print(f"data cache {path}: {why}; set aside as {bad.name}, building it again",
+    print(f"data cache {path}: {why}; set aside as {path.name}.bad, building it again",
           file=sys.stderr)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import socket
 import sys
 import time
@@ -39,7 +38,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..atomic import regular_file
+from ..atomic import move_aside, regular_file
 
 CHECKPOINT = "checkpoint.npz"
 ROWS = "checkpoint-rows.jsonl"
@@ -102,7 +101,7 @@ def _clear_non_regular(path: Path) -> None:
     ``<name>.bad``): writing would block on a FIFO, fail on a folder, or go through a link
     out of the run folder."""
     if _non_regular(path):
-        bad = _move_aside(path)
+        bad = move_aside(path)
         print(f"{path.name}: not a regular file; set aside as {bad.name}", file=sys.stderr)
 
 
@@ -154,18 +153,9 @@ def _read_rows(folder: Path, pointer: dict) -> List[dict]:
     return rows
 
 
-def _move_aside(path: Path) -> Path:
-    """``path`` renamed ``<name>.bad`` (replacing an earlier one, a folder too)."""
-    bad = path.with_name(path.name + ".bad")
-    if bad.is_dir() and not bad.is_symlink():       # an earlier folder set aside
-        shutil.rmtree(bad)
-    os.replace(path, bad)
-    return bad
-
-
 def _set_aside(path: Path, why: str) -> None:
-    _move_aside(path)
-    print(f"{why}: starting over (set aside as {path.name}.bad)", file=sys.stderr)
+    bad = move_aside(path)
+    print(f"{why}: starting over (set aside as {bad.name})", file=sys.stderr)
 
 
 def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
