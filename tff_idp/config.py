@@ -388,15 +388,8 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     from .models import MODELS
     _check_finite(cfg)
     _check_choices(cfg)
-    for key, rng in RANGES.items():
-        check_range(key, getattr(cfg, key), rng)
-    for key, top in LIMITS.items():        # beyond what the code can represent or hold
-        value = getattr(cfg, key)
-        if value is not None and value > top:
-            _fail(key, value, f"must be at most {top:,}")
-    for key in LIST_RANGES:                # every element of a list key, one rule each
-        if getattr(cfg, key) is not None:
-            _check_elements(key, getattr(cfg, key))
+    for key in dict.fromkeys([*RANGES, *LIMITS, *LIST_RANGES]):
+        _check_key(cfg, key)
     for m in cfg.methods:
         if m not in METHODS and m in BROKEN_PLUGINS:      # registered by a package, unusable
             _fail("methods", m, BROKEN_PLUGINS[m])
@@ -479,10 +472,23 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     return cfg
 
 
-def _check_elements(key: str, values: list) -> None:
-    rng = LIST_RANGES[key]
-    if not all(rng.holds(x) for x in values):
-        _fail(key, values, f"every element {rng.rule()}")
+def _check_key(cfg: ExperimentConfig, key: str) -> None:
+    """One key on its own: every element of a list key within its range
+    (:data:`LIST_RANGES`), a number within its range (:data:`RANGES`) and at most its limit
+    (:data:`LIMITS`: beyond what the code can represent or hold). A key none of them
+    names (``method``, the shorthand ``from_mapping`` turns into ``methods``) has none."""
+    if key not in LIST_RANGES and key not in RANGES and key not in LIMITS:
+        return
+    value = getattr(cfg, key)
+    if key in LIST_RANGES and value is not None:
+        rng = LIST_RANGES[key]
+        if not all(rng.holds(x) for x in value):
+            _fail(key, value, f"every element {rng.rule()}")
+    if key in RANGES:
+        check_range(key, value, RANGES[key])
+    top = LIMITS.get(key)
+    if top is not None and value is not None and value > top:
+        _fail(key, value, f"must be at most {top:,}")
 
 
 def check_values(values: dict) -> None:
@@ -494,13 +500,7 @@ def check_values(values: dict) -> None:
     cfg = from_mapping(values)
     _check_finite(cfg)
     for key in values:
-        if key in LIST_RANGES and getattr(cfg, key) is not None:
-            _check_elements(key, getattr(cfg, key))
-        if key in RANGES:
-            check_range(key, getattr(cfg, key), RANGES[key])
-        top = LIMITS.get(key)
-        if top is not None and getattr(cfg, key) is not None and getattr(cfg, key) > top:
-            _fail(key, getattr(cfg, key), f"must be at most {top:,}")
+        _check_key(cfg, key)
 
 
 def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> ExperimentConfig:
