@@ -33,10 +33,14 @@ class PluginError(ValueError):
 BROKEN_PLUGINS: Dict[str, str] = {}
 
 
+def _where(entry) -> str:
+    return f"{ENTRY_POINTS} entry point {entry.name}={entry.value}"
+
+
 def _check_plugin(entry, method) -> Method:
     """A registered method, instantiated and checked: a :class:`Method` whose ``name`` is the
     entry point's, a new one, with a summary and a planner (:class:`PluginError`)."""
-    where = f"{ENTRY_POINTS} entry point {entry.name}={entry.value}"
+    where = _where(entry)
     if isinstance(method, type) and issubclass(method, Method):
         method = method()
     if not isinstance(method, Method):
@@ -64,8 +68,7 @@ def _load_plugins() -> None:
             BROKEN_PLUGINS[entry.name] = str(e)
             continue
         except Exception as e:  # noqa: BLE001 (a plug-in's import can fail any way)
-            BROKEN_PLUGINS[entry.name] = (f"{ENTRY_POINTS} entry point {entry.name}="
-                                          f"{entry.value}: {type(e).__name__}: "
+            BROKEN_PLUGINS[entry.name] = (f"{_where(entry)}: {type(e).__name__}: "
                                           f"{str(e).splitlines()[0] if str(e) else ''}")
             continue
         METHODS[method.name] = method

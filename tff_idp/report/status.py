@@ -85,16 +85,17 @@ class Row:
 OPEN_PARTS = ("tried:", "not tried:")      # what an open gap's text must say
 
 
-def _reading(raw: dict, where: str) -> Reading:
+def _reading(raw: dict, where: str, says: Tuple[str, ...] = ()) -> Reading:
+    """One ``[[row.<kind>]]`` entry, checked; ``says``: words its text must hold (an open
+    gap's :data:`OPEN_PARTS`), with the report it rests on."""
     allowed = {f.name for f in dataclasses.fields(Reading)}
     extra = sorted(set(raw) - allowed)
     if extra or "method" not in raw:
         raise ConfigError(f"{where}: keys {sorted(raw)} (needs method; allowed "
                           f"{sorted(allowed)})")
-    if where.endswith(" open") and not (all(w in str(raw.get("text", "")) for w in OPEN_PARTS)
-                                        and raw.get("report")):
+    if says and not (all(w in str(raw.get("text", "")) for w in says) and raw.get("report")):
         raise ConfigError(f"{where}: method={raw['method']!r}: an open gap's text says "
-                          f"'tried:' and 'not tried:', and it names its report")
+                          f"{' and '.join(repr(w) for w in says)}, and it names its report")
     return Reading(**{k: str(v) for k, v in raw.items()})
 
 
@@ -123,7 +124,7 @@ def load_rows(path: Path) -> List[Row]:
             scale=r.get("scale", "paper"), only=r.get("only", ""),
             links=tuple(tuple(x) for x in r.get("links", [])),
             explained=tuple(_reading(x, f"{where} explained") for x in r.get("explained", [])),
-            open=tuple(_reading(x, f"{where} open") for x in r.get("open", [])),
+            open=tuple(_reading(x, f"{where} open", OPEN_PARTS) for x in r.get("open", [])),
             beside=tuple(_reading(x, f"{where} beside") for x in r.get("beside", [])),
             run_at=r.get("run_at", ""), within=r.get("within", ""),
             evidence=tuple(r.get("evidence", [])), command=r.get("command", "")))
@@ -255,8 +256,7 @@ def within_text(root: Path, row: Row, ev: Evidence) -> str:
             reason = f"explained: {why.text} ([evidence]({why.report}/report.md))"
         elif k is not None and k <= SPREAD:
             reason = f"within the seed spread ({k:.1f} std)"
-        elif _find(row.open, r) is not None:
-            gap = _find(row.open, r)
+        elif (gap := _find(row.open, r)) is not None:
             reason = f"open: {gap.text} ([evidence]({gap.report}/report.md))"
         else:
             reason = "unexplained" + (f" ({k:.1f} std)" if k is not None else "")
