@@ -11,7 +11,7 @@ from tff_idp.runtime import import_tff
 tff = import_tff()
 from tff_idp.aggregators import GroupGaussianFactory  # noqa: E402
 from tff_idp.algorithms.client_work import LocalTraining  # noqa: E402
-from tff_idp.algorithms.process import build_group_dp_process  # noqa: E402
+from tff_idp.learning.process import build_group_dp_process  # noqa: E402
 
 
 def model_fn():

@@ -51,9 +51,10 @@ class ClientOptimizer:
         b = tf.zeros_like(p) if self.name == "adam" else tf.zeros([])
         return a, b
 
-    def apply(self, grads, slots, count, lr):
+    def apply(self, grads, slots, count, lr, params=None):
         """The steps to subtract for ``grads`` after ``count`` earlier steps (a scalar, or
-        ``[K]`` per client), and the new slots: (list of steps, tuple of (a, b))."""
+        ``[K]`` per client), and the new slots: (list of steps, tuple of (a, b)). ``params``
+        (the weights the steps leave) are not needed by these optimizers."""
         steps, new_slots = [], []
         for g, (a, b) in zip(grads, slots):
             step, a_new, b_new = self._update(tf.convert_to_tensor(g), a, b,
@@ -76,3 +77,25 @@ class ClientOptimizer:
         a_hat = a_new / (1.0 - tf.pow(0.9, t))
         b_hat = b_new / (1.0 - tf.pow(0.999, t))
         return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningOptimizer:
+    """A ``tff.learning.optimizers.Optimizer`` (``initialize`` / ``next``, e.g. ``build_sgdm``
+    or ``build_adam``) in :class:`ClientOptimizer`'s shape, so that the library's clients
+    (``tff_idp.learning``) take the same ``ClientTrainer.step`` as the suite's: the slots are
+    the optimizer's state, set to ``hparams`` (the process's client hyperparameters, its
+    learning rate among them) at the start of a phase; the step is what its ``next`` takes
+    off the weights. Its own learning rate is in ``hparams``: ``apply``'s ``lr`` is unused."""
+    optimizer: object
+    hparams: object
+
+    def init(self, params):
+        specs = tuple(tf.TensorSpec(p.shape, p.dtype) for p in params)
+        return self.optimizer.set_hparams(self.optimizer.initialize(specs), self.hparams)
+
+    def apply(self, grads, slots, count, lr, params=None):
+        if params is None:
+            raise ValueError("params: a tff.learning optimizer steps from the weights")
+        state, new = self.optimizer.next(slots, tuple(params), tuple(grads))
+        return [p - n for p, n in zip(params, new)], state

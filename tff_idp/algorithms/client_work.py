@@ -1,4 +1,5 @@
-"""Local training, shared by the TFF process and the fast runner.
+"""Local training, shared by the TFF processes (the suite's and the library's,
+``tff_idp.learning.process``) and the fast runner.
 
 A client starts from its start weights (the broadcast model, with its own personal part
 where it has one), and runs the method's phases (:class:`ClientProgram`): in each, fresh
@@ -7,9 +8,10 @@ heavy-ball momentum (GDPFed: Alg. 1 lines 7-10) or Adam (paper 004; fresh moment
 round), with the gradients of parameters the phase does not train masked to zero. What it
 sends is the method's ``client_output`` of (start, final) (FedAvg: theta_local - theta^t,
 line 11). Every step of both backends is ``ClientTrainer.step``, a function of explicit weights and
-optimizer state (``client_optimizer.ClientOptimizer``); ``ClientTrainer.train_phases`` runs
-one client on tf.data datasets (the TFF process; call it inside a ``tf.function`` so that TF
-orders the variable writes and reads), ``train_cohort_phases`` K clients at once with their
+optimizer state (``client_optimizer.ClientOptimizer``, or a ``tff.learning`` optimizer through
+``client_optimizer.LearningOptimizer``); ``ClientTrainer.train_phases`` runs one client on
+tf.data datasets (the TFF processes; call it inside a ``tf.function`` so that TF orders the
+variable writes and reads), ``train_cohort_phases`` K clients at once with their
 weights a batch dimension, and ``train_on_batches_phases`` one client of the fast runner's
 client loop.
 """
@@ -70,6 +72,12 @@ class ClientProgram:
         if phase.train == "all":
             return None
         return self.split.trainable(phase.train)
+
+    def step_phases(self) -> List["PhaseSteps"]:
+        """The phases as a TFF client runs them (:class:`PhaseSteps`): that many batches of
+        its dataset, or every batch in a phase of epochs (the runner repeats the data)."""
+        return [PhaseSteps(None if ph.epochs else ph.steps, spec)
+                for ph, spec in zip(self.phases, self.phase_specs())]
 
     def phase_specs(self) -> List["PhaseSpec"]:
         """What the trainers need of each phase (:class:`PhaseSpec`)."""
@@ -199,6 +207,21 @@ def keras_step_model(model) -> StepModel:
     return StepModel(grads, batched=False)
 
 
+def learning_step_model(model) -> StepModel:
+    """One client through a ``tff.learning`` model (``VariableModel``): its trainable
+    variables take the weights ``fwd``; ``x`` is the batch its ``forward_pass`` takes (the
+    labels inside it), ``y`` and ``w`` unused; the loss is the model's own."""
+    variables = model.trainable_variables
+
+    def grads(fwd, x, y, w, trainable):
+        for v, p in zip(variables, fwd):
+            v.assign(p)
+        with tf.GradientTape() as tape:
+            loss = model.forward_pass(x, training=True).loss
+        return loss, tf.ones_like(loss), _gradients(tape, loss, variables, trainable)
+    return StepModel(grads, batched=False)
+
+
 def cohort_step_model(apply, masked: bool = True) -> StepModel:
     """K clients at once through ``apply(params, x)`` (``CohortModel.apply``, or its
     read-out alone): the gradient of the summed per-client losses is each client's own,
@@ -232,9 +255,13 @@ class ClientTrainer:
     ...] tensors) through a Keras model, ``train_cohort_phases`` (K clients at once) through
     ``CohortModel``."""
 
-    def __init__(self, optimizer: str = "sgd", momentum: float = 0.0,
+    def __init__(self, optimizer="sgd", momentum: float = 0.0,
                  weight_decay: float = 0.0, reparam=None):
-        self.optimizer = ClientOptimizer(optimizer, momentum)
+        """``optimizer``: "sgd" (with ``momentum``) or "adam" (:class:`ClientOptimizer`), or
+        an optimizer of that shape (``client_optimizer.LearningOptimizer``: the library's
+        TFF optimizers)."""
+        self.optimizer = ClientOptimizer(optimizer, momentum) if isinstance(optimizer, str) \
+            else optimizer
         self.weight_decay, self.reparam = weight_decay, reparam
 
     def _forward_masks(self, params, start, batched):
@@ -288,7 +315,8 @@ class ClientTrainer:
             grads = [g if m is None else g * m for g, m in zip(grads, masks)]
         grads, extra = self._extra_terms(params, start, masks, grads, spec, model.batched)
         loss = loss + extra
-        steps, new_slots = self.optimizer.apply(grads, slots, count, lr * spec.lr_scale)
+        steps, new_slots = self.optimizer.apply(grads, slots, count, lr * spec.lr_scale,
+                                                params)
         if w is None:
             return ([p - s for p, s in zip(params, steps)],
                     (loss_sum + loss, count + 1.0, new_slots))
@@ -299,15 +327,16 @@ class ClientTrainer:
             kept_slots.append((_masked(on, a_new, a), _masked(on, b_new, b)))
         return new_params, (loss_sum + active * loss, count + active, tuple(kept_slots))
 
-    def train_phases(self, model, start, datasets, lr, phases: List[PhaseSteps]):
-        """The TFF client's work in phases: from ``start`` (its own start weights), for each
-        phase (``datasets[i]``, ``phases[i]``: :class:`PhaseSteps`) fresh optimizer slots
-        and that many steps. Returns (final weights, mean loss over all steps)."""
-        keras = keras_step_model(model)
+    def train_phases(self, model: StepModel, start, datasets, lr, phases: List[PhaseSteps]):
+        """A TFF client's work in phases through ``model`` (:func:`keras_step_model`, or
+        :func:`learning_step_model` for a ``tff.learning`` model): from ``start`` (its own
+        start weights), for each phase (``datasets[i]`` of (x, y) elements, ``phases[i]``:
+        :class:`PhaseSteps`) fresh optimizer slots and that many steps. Returns (final
+        weights, mean loss over all steps)."""
         params, loss_sum, count = tuple(start), tf.constant(0.0), tf.constant(0.0)
         for dataset, (steps, spec) in zip(datasets, phases):
             def one_step(state, batch, spec=spec):   # tf.data would stack a list: tuples
-                new, st = self.step(keras, state[0], state[1], (batch[0], batch[1], None),
+                new, st = self.step(model, state[0], state[1], (batch[0], batch[1], None),
                                     lr, spec, start)
                 return tuple(new), st
             params, (phase_loss, phase_count, _) = dataset.take(

@@ -1,7 +1,7 @@
 """What a round of client work is made of, without TensorFlow: a local :class:`Phase`, and
 FedAvg's client output and server step (GDPFed Alg. 1 lines 11 and 19), the defaults of
 every method (``tff_idp.methods.base.Method``) and of the TFF process
-(``algorithms.process``).
+(``learning.process``).
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
-from ..algorithms.process import build_group_dp_process
+from ..learning.process import build_group_dp_process
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release

@@ -1,41 +1,60 @@
-"""GDPFed's family as a ``tff.learning`` ``LearningProcess``.
+"""The TFF processes of GDPFed's family, the suite's and the library's, from one client step.
 
-``build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn, plan=plan)``
-composes, with ``tff.learning.templates.compose_learning_process``:
+Both are built here from the same parts: a client's round (:func:`client_round`: its start
+weights, the method's local phases of ``ClientTrainer.step``, what it sends:
+``tff_idp.algorithms.client_work``), the record the aggregation factory sums
+(:func:`record_type`: the update, the client's aggregation group one-hot, its noise seed, its
+public-row slot and, with sparsified training, where its noise lands) and the method's
+factory (clip, noise, group sums, Top_k, reweighting: GDPFed Alg. 1 lines 12-19).
+
+:func:`build_group_dp_process` is what ``python -m tff_idp.run`` runs on the TFF backend: a
+``tff.templates.IterativeProcess`` on Keras models, ``next(state, client_data, client_info
+[, client_personal])``. It stays an iterative process rather than a ``LearningProcess``
+because methods with a personal part return each client's kept tensors CLIENTS-placed, which
+a ``LearningProcess`` cannot, and the simulation hands each client its seed and public-row
+slot.
+
+:func:`build_group_dp_fed_avg` is the library's ``tff.learning`` ``LearningProcess``, composed
+with ``tff.learning.templates.compose_learning_process``:
 
 - TFF's broadcast distributor;
-- a client work that trains the ``tff.learning`` model on the client's batches with the
-  client optimizer (GDPFed Alg. 1 lines 7-10) and sends its model change Delta tagged with
-  its aggregation group (one-hot) and a noise seed drawn from the operating system in the
-  client (:func:`~tff_idp.dpmath.secret_seed`): nothing else leaves the client (no
-  loss or metric: un-noised client statistics, ``tff_idp.privacy.threat_model``);
-- the method's aggregation factory, the one the suite's own rounds use (clip, noise, group
-  sums, Top_k, reweighting: lines 12-19; ``GroupDPPlan.aggregation_factory``), as TFF's
-  weighted aggregator whose weights are dropped at the clients (DP averages clients
-  uniformly);
+- the client work: :func:`client_round` on FedAvg's program (the whole model, every batch of
+  the client's data) through the ``tff.learning`` model (``learning_step_model``) and the
+  client optimizer (``LearningOptimizer``), sending its model change Delta tagged with its
+  aggregation group (one-hot) and a noise seed drawn from the operating system in the client
+  (:func:`~tff_idp.dpmath.secret_seed`): nothing else leaves the client (no loss or metric:
+  un-noised client statistics, ``tff_idp.privacy.threat_model``);
+- the method's aggregation factory, the one the suite's own rounds use
+  (``GroupDPPlan.aggregation_factory``), as TFF's weighted aggregator whose weights are
+  dropped at the clients (DP averages clients uniformly);
 - TFF's optimizer finalizer on the aggregate (theta + server_lr * aggregate with the default
   SGD(1.0): line 19). TFF's optimizers descend a gradient, so the finalizer hands them the
   aggregate's negative.
 
-Each client's privacy group rides with its data: every element of its ``tf.data.Dataset`` has
-a ``group`` field (int32, the privacy group's index in [0, plan.num_groups), the same in
-every element) beside the model's own ``input_spec`` fields (``with_group`` adds it and checks
-it). A client with no element, a group out of range, or two groups fails the round with
-TensorFlow's assertion naming ``group`` (inside TFF's runtime error). The cohort is the
-caller's: sample it as the plan assumes (``tff_idp.learning.sample_cohort``), or the plan's
-epsilons do not hold.
+Each library client's privacy group rides with its data: every element of its
+``tf.data.Dataset`` has a ``group`` field (int32, the privacy group's index in [0,
+plan.num_groups), the same in every element) beside the model's own ``input_spec`` fields
+(``with_group`` adds it and checks it). A client with no element, a group out of range, or
+two groups fails the round with TensorFlow's assertion naming ``group`` (inside TFF's runtime
+error). The cohort is the caller's: sample it as the plan assumes
+(``tff_idp.learning.sample_cohort``), or the plan's epsilons do not hold.
 """
 from __future__ import annotations
 
 import collections
 from collections.abc import Mapping
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from ..runtime import import_tff
 from .. import dpmath
+from ..algorithms.client_optimizer import LearningOptimizer
+from ..algorithms.client_work import (ClientProgram, ClientTrainer, LocalTraining,
+                                      keras_step_model, learning_step_model)
+from ..algorithms.round_parts import Phase, client_output, server_update
+from ..models.split import ParameterSplit
 from ..queries.group_gaussian import check_noise_seed
 from .aggregator import restore_container
 from .plan import GroupDPPlan
@@ -61,6 +80,183 @@ def with_group(dataset: tf.data.Dataset, group: int, plan: GroupDPPlan) -> tf.da
         return collections.OrderedDict(batch, **{GROUP: tf.fill([size], np.int32(group))})
 
     return dataset.map(tag)
+
+
+def whole_model_program(shapes: Sequence, local_steps: Optional[int]) -> ClientProgram:
+    """FedAvg's client work, every method's default: one phase training the whole model for
+    ``local_steps`` batches (None: every batch of the client's data), the model change sent
+    (GDPFed Alg. 1 line 11), theta + server_lr * aggregate on the server (line 19)."""
+    return ClientProgram([Phase("all", local_steps, None if local_steps else 1)],
+                         ParameterSplit("none", (None,) * len(shapes), tuple(shapes)),
+                         client_output, server_update)
+
+
+def client_round(trainer: ClientTrainer, model, program: ClientProgram, weights, datasets, lr,
+                 kept=()):
+    """One client's round in both processes (GDPFed Alg. 1 lines 6-11; a method's
+    ``ClientProgram``): its start weights (the broadcast ones, its own ``kept`` where the
+    model is personal), the program's phases of ``ClientTrainer.step`` through ``model`` (a
+    ``StepModel``) on ``datasets`` (one per phase), what it sends and where its noise may
+    land. Returns (output, support or None, mean training loss, kept personal tensors)."""
+    start = program.start(list(weights), list(kept))
+    final, loss = trainer.train_phases(model, start, datasets, lr, program.step_phases())
+    out, support = program.send(start, final, batched=False)
+    return out, support, loss, program.kept(final)
+
+
+def record_type(update_type, num_groups: int, sparse: bool = False):
+    """What every client hands the aggregation factory, in both processes: its ``update``,
+    its aggregation ``group`` one-hot, its noise ``seed`` (int32[2]), its ``slot`` among the
+    round's public clients (PFA; -1 otherwise) and, with sparsified training, the
+    ``support`` where its noise lands (a full-shape 0/1 per tensor)."""
+    fields = [("update", update_type), ("group", tff.TensorType(np.float32, [num_groups])),
+              ("seed", tff.TensorType(np.int32, [2])), ("slot", tff.TensorType(np.int32))]
+    return tff.StructType(fields + ([("support", update_type)] if sparse else []))
+
+
+def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
+                           initial_weights: Sequence[np.ndarray],
+                           aggregation_factory,
+                           element_spec,
+                           num_groups: int,
+                           training: LocalTraining = LocalTraining(),
+                           program: Optional[ClientProgram] = None,
+                           client_diagnostics: bool = False):
+    """The suite's process (what the TFF backend runs). One round (papers 000/003 Algorithm
+    1; Algorithm 2 when there is one group): broadcast theta^t -> every sampled client runs
+    :func:`client_round` at the round's learning rate eta * decay^t -> the aggregation
+    factory -> ``program.server_update`` (theta^{t+1} = theta^t + server_lr * aggregate).
+
+    ``element_spec``: the (x, y) batch spec of client datasets; ``training``
+    (``LocalTraining``): how clients train and the server steps; ``program``: the method's
+    ``ClientProgram`` (default :func:`whole_model_program`; with several phases each
+    client's data is a list of datasets, one per phase). ``next(state, client_data,
+    client_info)``: ``client_info`` per client an OrderedDict(group=float32[M] one-hot,
+    seed=int32[2], slot=int32: its row among the cohort's public clients for PFA, else -1).
+    With a personal part (``program.split``) clients stay stateless as TFF requires:
+    ``next(state, client_data, client_info, client_personal)`` takes each cohort client's
+    personal tensors CLIENTS-placed and returns ``(state, metrics, new_personal)``, in
+    cohort order (the runner keeps them: ``tff_idp.engine.personal_state``). Factories with
+    ``needs_client_info = True`` (ours) aggregate :func:`record_type`; any other
+    ``tff.aggregators.UnweightedAggregationFactory`` (e.g. TFF's adaptive-clipping
+    ``DifferentiallyPrivateFactory``) aggregates the bare update.
+    ``client_diagnostics``: also return the cohort's mean train loss, which the clients send
+    un-noised (``metrics.train_loss``): a simulation diagnostic a private deployment must not
+    send (``tff_idp.privacy.threat_model.CLIENT_DIAGNOSTICS``); the factory's own switch of
+    the same name covers the norms and clipping."""
+    weights_np = [np.asarray(w, np.float32) for w in initial_weights]
+    weights_type = tff.StructWithPythonType(
+        [tff.TensorType(np.float32, w.shape) for w in weights_np], list)
+    if program is None:
+        program = whole_model_program([w.shape for w in weights_np], training.local_steps)
+    masks, personal = program.masks, program.personal
+    sparse = program.reparam is not None       # clients also say where their noise lands
+    sequence = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
+    data_type = sequence if len(program.phases) == 1 else tff.StructWithPythonType(
+        [sequence] * len(program.phases), list)
+    personal_type = tff.StructWithPythonType(
+        [tff.TensorType(np.float32, weights_np[i].shape) for i in personal], list)
+    records = record_type(weights_type, num_groups, sparse)
+    info_type = tff.StructWithPythonType(
+        [(name, records[name]) for name in ("group", "seed", "slot")], collections.OrderedDict)
+    grouped = getattr(aggregation_factory, "needs_client_info", False)
+    if grouped:   # our group-aware factories aggregate the whole record
+        update_process = aggregation_factory.create(records)
+    elif sparse:
+        raise ValueError("sparsified client updates need a group-aware aggregation factory")
+    else:         # any stock TFF factory (e.g. DifferentiallyPrivateFactory) sees the update
+        update_process = aggregation_factory.create(weights_type)
+
+    @tff.tensorflow.computation
+    def initial_server_weights():
+        return [tf.constant(w) for w in weights_np]
+
+    @tff.federated_computation
+    def init_fn():
+        return tff.federated_zip(collections.OrderedDict(
+            weights=tff.federated_eval(initial_server_weights, tff.SERVER),
+            round=tff.federated_value(np.int32(0), tff.SERVER),
+            aggregator=update_process.initialize()))
+
+    @tff.tensorflow.computation(np.int32)
+    def round_lr(round_num):
+        return tf.constant(training.local_lr, tf.float32) * tf.pow(
+            tf.constant(training.lr_decay, tf.float32), tf.cast(round_num, tf.float32))
+
+    trainer = training.trainer(program.reparam)
+
+    def work(model, weights, data, lr, kept):
+        out, support, loss, kept = client_round(
+            trainer, keras_step_model(model), program, weights,
+            [data] if len(program.phases) == 1 else list(data), lr, kept)
+        if sparse:
+            out = [out, [tf.ones_like(w) if m is None else m for w, m in zip(out, support)]]
+        return out, loss, kept
+
+    output_type = tff.StructWithPythonType([weights_type, weights_type], list) if sparse \
+        else weights_type
+    if personal:
+        @tff.tensorflow.computation(weights_type, data_type, np.float32, personal_type)
+        def client_train(weights, data, lr, kept):
+            return tf.function(work)(model_fn(), list(weights), data, lr, list(kept))
+    else:
+        @tff.tensorflow.computation(weights_type, data_type, np.float32)
+        def client_train(weights, data, lr):
+            return tf.function(work)(model_fn(), list(weights), data, lr, [])[:2]
+
+    @tff.tensorflow.computation(output_type, info_type)
+    def pack(output, info):
+        value = collections.OrderedDict(
+            update=output[0] if sparse else output, group=info["group"], seed=info["seed"],
+            slot=info["slot"])
+        if sparse:
+            value["support"] = output[1]
+        return value
+
+    @tff.tensorflow.computation(weights_type, weights_type, np.int32)
+    def server_apply(weights, update, round_num):
+        return (program.server_update(list(weights), list(update), training.server_lr, masks),
+                round_num + 1)
+
+    state_type = init_fn.type_signature.result
+
+    def round_fn(state, client_data, client_info, client_personal):
+        lr = tff.federated_broadcast(tff.federated_map(round_lr, state.round))
+        args = (tff.federated_broadcast(state.weights), client_data, lr)
+        if client_personal is None:
+            deltas, losses = tff.federated_map(client_train, args)
+        else:
+            deltas, losses, kept = tff.federated_map(client_train, args + (client_personal,))
+        if grouped:
+            agg = update_process.next(state.aggregator,
+                                      tff.federated_map(pack, (deltas, client_info)))
+        else:
+            agg = update_process.next(state.aggregator, deltas)
+        new_weights, new_round = tff.federated_map(
+            server_apply, (state.weights, agg.result, state.round))
+        new_state = tff.federated_zip(collections.OrderedDict(
+            weights=new_weights, round=new_round, aggregator=agg.state))
+        metrics = collections.OrderedDict(aggregator=agg.measurements)
+        if client_diagnostics:         # un-noised client data: a simulation's diagnostic
+            metrics["train_loss"] = tff.federated_mean(losses)
+        metrics = tff.federated_zip(metrics)
+        if client_personal is None:
+            return new_state, metrics
+        return new_state, metrics, kept
+
+    clients = (tff.FederatedType(data_type, tff.CLIENTS),
+               tff.FederatedType(info_type, tff.CLIENTS))
+    if personal:
+        @tff.federated_computation(state_type, *clients,
+                                   tff.FederatedType(personal_type, tff.CLIENTS))
+        def next_fn(state, client_data, client_info, client_personal):
+            return round_fn(state, client_data, client_info, client_personal)
+    else:
+        @tff.federated_computation(state_type, *clients)
+        def next_fn(state, client_data, client_info):
+            return round_fn(state, client_data, client_info, None)
+
+    return tff.templates.IterativeProcess(init_fn, next_fn)
 
 
 def _optimizer(name: str, fn):
@@ -92,12 +288,36 @@ def _check_model(model_fn):
     return data_spec, tff.learning.models.weights_type_from_model(model)
 
 
+def _data_group(data, num_groups: int):
+    """The privacy group every element of a library client's ``data`` names, with the
+    assertions that fail the round on no element, a group out of range, or two groups."""
+    def read(acc, batch):
+        group, consistent = acc
+        tags = batch[GROUP]
+        group = tf.where(group < 0, tags[0], group)
+        return group, tf.logical_and(consistent, tf.reduce_all(tf.equal(tags, group)))
+
+    group, consistent = data.reduce((tf.constant(-1, tf.int32), tf.constant(True)), read)
+    checks = [
+        tf.debugging.assert_non_negative(
+            group, message=f"{GROUP}: below 0, or a client dataset without elements"),
+        tf.debugging.assert_less(
+            group, num_groups, message=f"{GROUP}: out of range; the plan has "
+            f"{num_groups} privacy groups [0, {num_groups})"),
+        tf.debugging.Assert(consistent, [f"{GROUP}: the elements of a client "
+                                         "dataset name different groups"])]
+    return group, checks
+
+
 def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights_type):
-    """The client work of the module docstring: local training (Alg. 1 lines 7-10), the
-    model change tagged with its aggregation group and a fresh seed."""
+    """The library's client work (module docstring): :func:`client_round` on FedAvg's program
+    (every batch of the client's data) through the ``tff.learning`` model and optimizer,
+    its model change tagged as :func:`record_type` with its aggregation group and a fresh
+    seed."""
     num_groups = plan.num_groups
     to_aggregation = np.asarray(plan.plan.aggregation_groups, np.int32)
     num_aggregation = plan.plan.num_aggregation_groups
+    program = whole_model_program([t.shape for t in weights_type.trainable], None)
     data_type = tff.SequenceType(tff.types.tensorflow_to_type(data_spec))
     initial_hparams = optimizer.get_hparams(
         optimizer.initialize(tf.TensorSpec([], tf.float32)))
@@ -116,40 +336,20 @@ def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights
         @tf.function
         def train(hparams, initial, data):
             tf.nest.map_structure(lambda v, t: v.assign(t), weights, initial)
-            trainable = tuple(tf.nest.flatten(weights.trainable))
-            state = optimizer.set_hparams(optimizer.initialize(
-                tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)), hparams)
-
-            def step(acc, batch):
-                state, group, consistent = acc
-                tags = batch[GROUP]
-                group = tf.where(group < 0, tags[0], group)
-                consistent = tf.logical_and(consistent, tf.reduce_all(tf.equal(tags, group)))
-                inputs = collections.OrderedDict(
-                    (k, v) for k, v in batch.items() if k != GROUP)
-                with tf.GradientTape() as tape:
-                    loss = model.forward_pass(inputs, training=True).loss
-                grads = tape.gradient(loss, trainable)
-                state, new = optimizer.next(state, trainable, tuple(grads))
-                for v, t in zip(trainable, new):
-                    v.assign(t)
-                return state, group, consistent
-
-            _, group, consistent = data.reduce(
-                (state, tf.constant(-1, tf.int32), tf.constant(True)), step)
-            checks = [
-                tf.debugging.assert_non_negative(
-                    group, message=f"{GROUP}: below 0, or a client dataset without elements"),
-                tf.debugging.assert_less(
-                    group, num_groups, message=f"{GROUP}: out of range; the plan has "
-                    f"{num_groups} privacy groups [0, {num_groups})"),
-                tf.debugging.Assert(consistent, [f"{GROUP}: the elements of a client "
-                                                 "dataset name different groups"])]
+            group, checks = _data_group(data, num_groups)
+            batches = data.map(lambda b: (collections.OrderedDict(
+                (k, v) for k, v in b.items() if k != GROUP), b[GROUP]))
+            trainer = ClientTrainer(LearningOptimizer(optimizer, hparams))
+            out, _, _, _ = client_round(trainer, learning_step_model(model), program,
+                                        tf.nest.flatten(initial.trainable), [batches],
+                                        tf.constant(1.0))
             with tf.control_dependencies(checks):
-                delta = tf.nest.map_structure(lambda v, t: v - t, weights.trainable,
-                                              initial.trainable)
+                delta = tf.nest.pack_sequence_as(weights.trainable,
+                                                 [tf.identity(d) for d in out])
                 one_hot = tf.one_hot(tf.gather(to_aggregation, group), num_aggregation)
-            return collections.OrderedDict(update=delta, group=one_hot, seed=dpmath.secret_seed())
+            return collections.OrderedDict(update=delta, group=one_hot,
+                                           seed=dpmath.secret_seed(),
+                                           slot=tf.constant(-1, tf.int32))
 
         tagged = train(hparams, initial, data)
         return tff.learning.templates.ClientResult(update=tagged,
@@ -277,5 +477,6 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
         client_work, aggregator, build_finalizer(server_optimizer, weights_type))
 
 
-__all__ = ["GROUP", "with_group", "build_group_dp_fed_avg", "build_client_work",
+__all__ = ["GROUP", "with_group", "whole_model_program", "client_round", "record_type",
+           "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
            "build_group_aggregator", "build_finalizer"]
