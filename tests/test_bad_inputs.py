@@ -250,7 +250,8 @@ def test_there_are_at_least_sixty_cases():
 
 def test_duplicate_seeds_and_methods_are_refused_in_one_line(tmp_path, capfd):
     """Issue 76: ``--seeds 0,0`` and a method named twice trained the same run twice."""
-    from tff_idp.config import ConfigError, from_mapping, validate
+    from tff_idp.config import ConfigError
+    from tff_idp.experiment_config import from_mapping, validate
     from tests.harness.conftest import tiny_table
     status = run.main(["--seeds", "0,0", "--set", "rounds=1"])
     err = [l for l in capfd.readouterr().err.splitlines() if l.strip()]

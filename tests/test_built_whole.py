@@ -87,10 +87,10 @@ def test_the_librarys_methods_are_those_that_say_their_round_is_fedavgs():
     from tff_idp.learning.plan import FEDAVG_FAMILY
     from tff_idp.methods import METHODS
     from tff_idp.methods.base import Method
-    from tff_idp import config
+    from tff_idp import experiment_config
     assert FEDAVG_FAMILY == ("p_fedavg", "dp_fedavg", "gdpfed", "gdpfed_opc", "gdpfed_plus",
                              "idp_sample", "idp_scale", "idp_fedavg", "pfa")
-    cfg = config.ExperimentConfig()
+    cfg = experiment_config.ExperimentConfig()
     for name in FEDAVG_FAMILY:
         m = type(METHODS[name])
         assert m.client_output is Method.client_output, name

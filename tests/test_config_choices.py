@@ -1,23 +1,26 @@
-"""Keys with a fixed set of values (``config.CHOICES``) or a numeric range (``config.RANGES``):
-each set or range is declared by the module acting on the key, and one generic check refuses
-anything else with one line."""
+"""Keys with a fixed set of values (``experiment_config.CHOICES``) or a numeric range
+(``experiment_config.RANGES``): each set or range is declared by the module acting on the key
+(a method's own keys in its ``config_keys``), and one generic check refuses anything else with
+one line."""
 import dataclasses
 import re
 
 import numpy as np
 import pytest
 
-from tff_idp import config, key_ranges
-from tff_idp.config import CHOICES, ConfigError, ExperimentConfig
+from tff_idp import config, experiment_config, key_ranges
+from tff_idp.config import ConfigError
+from tff_idp.experiment_config import CHOICES, ExperimentConfig
 
 
 @pytest.mark.parametrize("key", sorted(CHOICES))
 def test_every_choice_key_refuses_a_value_outside_its_set(key):
     allowed = CHOICES[key]
-    assert key in config.KEYS
+    assert key in experiment_config.KEYS
     assert getattr(ExperimentConfig(), key) in allowed, "the default must be allowed"
     with pytest.raises(ConfigError) as err:
-        config.validate(dataclasses.replace(ExperimentConfig(), **{key: "no-such-value"}))
+        experiment_config.validate(dataclasses.replace(ExperimentConfig(),
+                                                       **{key: "no-such-value"}))
     line = str(err.value)
     assert line.startswith(f"{key}='no-such-value': must be {allowed[0]!r}"), line
     assert "\n" not in line
@@ -67,13 +70,28 @@ def test_owners_refuse_what_the_config_refuses():
 
 
 def test_every_range_is_a_config_key_and_each_methods_keys_are_checked():
-    """Issue 58 item 3: a numeric key's range is declared by its owner (the engine's in
-    config, a method's in its module) and checked by one loop."""
-    from tff_idp.methods import fedrep, mspafl, pfeddsu
-    assert set(config.RANGES) <= set(config.KEYS)
-    for owner in (fedrep, mspafl, pfeddsu):
-        for key, rng in owner.KEY_RANGES.items():
-            assert config.RANGES[key] is rng, key
+    """Issue 58 item 3, issue 78 item 2: a key's rules are declared by its owner (the core's
+    in config, a method's in its ``config_keys``) and checked by one loop; every registered
+    method's keys are in the experiment config, none is a core key, and config.py imports
+    no method."""
+    import ast
+    from pathlib import Path
+    from tff_idp.methods import METHODS
+    assert set(experiment_config.RANGES) <= set(experiment_config.KEYS)
+    core = {f.name for f in dataclasses.fields(config.CoreConfig)}
+    owned = [k for m in METHODS.values() for k in m.config_keys]
+    assert len({k.name for k in owned}) >= 20
+    for key in owned:
+        assert key.name in experiment_config.KEYS and key.name not in core, key.name
+        assert experiment_config.KEYS[key.name].default == key.default
+        if key.range is not None:
+            assert experiment_config.RANGES[key.name] is key.range, key.name
+        if key.choices is not None:
+            assert experiment_config.CHOICES[key.name] == key.choices, key.name
+    tree = ast.parse(Path(config.__file__).read_text())
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + \
+        [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if "methods" in m.split(".")], imported
 
 
 @pytest.mark.parametrize("rng, inside, outside, rule", [
@@ -103,6 +121,6 @@ def test_a_range_holds_inside_refuses_outside_and_says_its_rule(rng, inside, out
     ("momentum", 1.0, "must be in [0, 1)"),
 ])
 def test_validate_refuses_a_key_out_of_its_owners_range(key, value, rule):
-    cfg = dataclasses.replace(config.ExperimentConfig(), **{key: value})
+    cfg = dataclasses.replace(experiment_config.ExperimentConfig(), **{key: value})
     with pytest.raises(config.ConfigError, match=re.escape(f"{key}={value!r}: {rule}")):
-        config.validate(cfg)
+        experiment_config.validate(cfg)

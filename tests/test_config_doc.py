@@ -3,7 +3,7 @@ the pages that pointed to it had no page to point to)."""
 import dataclasses
 from pathlib import Path
 
-from tff_idp.config import ExperimentConfig
+from tff_idp.experiment_config import ExperimentConfig
 from tff_idp.config_doc import config_markdown
 
 ROOT = Path(__file__).resolve().parents[1]

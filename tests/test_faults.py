@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tff_idp import config
+from tff_idp import config, experiment_config
 from tff_idp.engine.experiment import prepare
 from tff_idp.engine.persist import complete_run, train_to_folder
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    cfg = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30"])
+    cfg = experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30"])
     folder = tmp_path_factory.mktemp("runs") / "p_fedavg-seed0"
     train_to_folder(prepare(cfg), "p_fedavg", folder, progress=False)
     return cfg, folder
@@ -32,7 +32,7 @@ def _copy(src: Path, dst: Path) -> Path:
 def test_a_finished_run_is_complete(finished):
     cfg, folder = finished
     assert complete_run(folder, cfg, "p_fedavg").method == "p_fedavg"
-    other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30", "seed=1"])
+    other = experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30", "seed=1"])
     assert complete_run(folder, other, "p_fedavg") is None          # another config's
 
 
@@ -354,7 +354,7 @@ def test_a_bad_data_cache_entry_is_set_aside_in_one_line_and_rebuilt(tmp_path, c
                                                                      damage):
     import numpy as np
     from tff_idp.engine.experiment import prepare
-    cfg = config.load(None, ['methods=["p_fedavg"]', "num_clients=30",
+    cfg = experiment_config.load(None, ['methods=["p_fedavg"]', "num_clients=30",
                              f'data_root="{tmp_path / "ds"}"'])
     first = prepare(cfg).client_indices
     [entry] = [p.parent for p in (tmp_path / "ds" / "built").rglob("arrays.npz")]

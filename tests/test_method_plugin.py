@@ -1,7 +1,8 @@
-"""docs/architecture.md's "Adding a method", followed by a test (issue 78, item 4): a method
-defined in one new module outside the package, registered through the ``tff_idp.methods``
-entry-point group of its own (here a made-up) distribution, appears in ``--list`` and
-``--help`` and runs on both backends; a registration that is not a method is one line."""
+"""docs/architecture.md's "Adding a method", followed by a test (issue 78, items 2 and 4): a
+method defined in one new module outside the package, registered through the
+``tff_idp.methods`` entry-point group of its own (here a made-up) distribution, appears in
+``--list`` and ``--help`` with its own config key (checked against its range) and runs on
+both backends; a registration that is not a method is one line."""
 import json
 import os
 import subprocess
@@ -12,8 +13,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the whole method: DP-FedAvg's plan and noise, the server taking half the aggregate's step
+# the whole method: DP-FedAvg's plan and noise, the server taking half the aggregate's step,
+# the clients as many local steps as the method's own config key says
 PLUGIN = '''
+from tff_idp.config_keys import ConfigKey
+from tff_idp.key_ranges import AT_LEAST_ONE
+from tff_idp.methods.base import Phase
 from tff_idp.methods.gdpfed import DPFedAvg
 
 
@@ -21,10 +26,20 @@ class HalfStep(DPFedAvg):
     name = "dp_fedavg_halfstep"
     summary = "DP-FedAvg whose server takes half the noised mean's step (a plug-in test)"
     printed_name = "DP-FedAvg (half step)"
+    config_keys = (ConfigKey("halfstep_local_steps", "int", 2, "dp_fedavg_halfstep: its "
+                             "clients' local steps", range=AT_LEAST_ONE, limit=1000),)
+
+    def phases(self, cfg):
+        return [Phase("all", cfg.halfstep_local_steps, None)]
 
     @staticmethod
     def server_update(weights, aggregate, server_lr, masks):
         return [w + 0.5 * server_lr * u for w, u in zip(weights, aggregate)]
+
+
+class CoreKey(HalfStep):              # a registration that redeclares a core key
+    name = "core_key"
+    config_keys = (ConfigKey("rounds", "int", 3, "taken"),)
 '''
 
 
@@ -56,6 +71,14 @@ def test_a_registered_method_is_listed_documented_and_runs_on_both_backends(tmp_
     assert "dp_fedavg_halfstep" in listed.stdout and "half the noised mean" in listed.stdout
     helped = _run(["--help"], site, tmp_path, timeout=300)
     assert "dp_fedavg_halfstep" in helped.stdout
+    # its own config key joins the flat TOML: documented, checked against its range
+    assert "halfstep_local_steps" in helped.stdout and "its clients' local steps" in \
+        " ".join(helped.stdout.split())
+    refused = _run(["--set", "halfstep_local_steps=0", "--set", 'output_dir="bad"'], site,
+                   tmp_path, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.strip() == \
+        "error: halfstep_local_steps=0: must be >= 1", refused.stderr[-2000:]
+    assert not (tmp_path / "bad").exists()
     finals = {}
     for backend in ("fast", "tff"):
         args = ["--set", 'methods=["dp_fedavg_halfstep", "dp_fedavg"]', "--set", "rounds=2",
@@ -83,6 +106,7 @@ def test_a_registered_method_is_listed_documented_and_runs_on_both_backends(tmp_
     ("other_name = toy_methods:HalfStep", "must be the entry point's"),
     ("dp_fedavg = toy_methods:HalfStep", "must be the entry point's"),
     ("broken = toy_methods:Missing", "AttributeError"),
+    ("core_key = toy_methods:CoreKey", "config key 'rounds' of method 'core_key' is a core key"),
 ])
 def test_a_bad_registration_stops_only_the_configs_that_name_it(tmp_path, entry, needle):
     """``--list`` still works and says what is wrong; a run naming it is refused in one

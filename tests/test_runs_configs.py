@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import tensorflow_datasets as tfds
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.run import summary_rows
 
 RUNS = Path(__file__).resolve().parents[1] / "runs"
@@ -15,7 +15,7 @@ CONFIGS = sorted(p for p in RUNS.rglob("*.toml") if "[table]" not in p.read_text
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[str(p.relative_to(RUNS)) for p in CONFIGS])
 def test_config_validates(path):
-    cfg = config.load(str(path))
+    cfg = experiment_config.load(str(path))
     if path.parent.name == "idp_fedavg":
         assert cfg.rounds == 420 and cfg.local_epochs == 15 and cfg.batch_size == 128
         assert cfg.client_optimizer == "adam" and cfg.delta == 1e-4
@@ -26,7 +26,7 @@ def test_config_validates(path):
 def test_table1_config_runs_at_laptop_scale(tmp_path):
     from tff_idp.engine.experiment import prepare
     from tff_idp.engine.loop import run_method
-    cfg = config.load(str(RUNS / "idp_fedavg" / "cifar10_pachinko_34-43-23.toml"),
+    cfg = experiment_config.load(str(RUNS / "idp_fedavg" / "cifar10_pachinko_34-43-23.toml"),
                       ["rounds=2", "local_epochs=1", "num_clients=100", "expected_rate=0.3",
                        f"data_dir=\"{tmp_path}\""])
     with tfds.testing.mock_data(num_examples=400, data_dir=str(tmp_path)):
@@ -46,7 +46,7 @@ def test_femnist_95_0_5_runs_on_a_staged_tff_cache(tmp_path):
     from tests.data import tff_sqlite
     (tmp_path / "tff").mkdir()
     tff_sqlite.emnist_db(tmp_path / "tff" / "emnist_all.sqlite", clients=20, per_client=3)
-    cfg = config.load(str(RUNS / "idp_fedavg" / "femnist_noniid_95-0-5.toml"),
+    cfg = experiment_config.load(str(RUNS / "idp_fedavg" / "femnist_noniid_95-0-5.toml"),
                       ["rounds=1", "local_epochs=1", "num_clients=20", "expected_rate=0.3",
                        f"data_root=\"{tmp_path}\""])
     exp = prepare(cfg)

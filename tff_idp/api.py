@@ -25,7 +25,8 @@ from typing import Dict, List, Optional
 from .algorithms.plan import MethodPlan
 from .atomic import regular_file
 from .privacy.threat_model import SERVER_CSV
-from .config import ConfigError, ExperimentConfig, from_mapping, validate
+from .config import ConfigError
+from .experiment_config import ExperimentConfig, from_mapping, validate
 from .data.types import ArrayData
 from .results import RunSummary
 from .results.manifest import manifest_problem

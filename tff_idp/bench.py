@@ -246,7 +246,7 @@ def main(argv=None) -> int:
 
 def _bench(args, only, tff):
     import tensorflow as tf
-    from . import config, models
+    from . import experiment_config, models
     from .aggregators import GroupGaussianFactory
     from .engine.backends import FastBackend, TFFBackend
     k, steps, b = args.clients, args.steps, args.batch
@@ -272,7 +272,7 @@ def _bench(args, only, tff):
     infos = [collections.OrderedDict(group=np.ones(1, np.float32),
                                      seed=np.array([0, i], np.int32), slot=np.int32(-1))
              for i in range(k)]
-    cfg = config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0",
+    cfg = experiment_config.load(None, [f"local_steps={steps}", f"batch_size={b}", "lr_decay=1.0",
                              f"momentum={args.momentum}"])
     results = {}
 
@@ -460,10 +460,10 @@ def _peer_round(peer: str, args):
 def _bench_method(args) -> int:
     """One round of ``args.method`` on CIFAR-10's shape: fast backend, cohort mode against
     client-loop mode (module docstring)."""
-    from . import config
+    from . import experiment_config
     from .engine import client_data, loop
     from .engine.experiment import prepare
-    cfg = config.load(None, [
+    cfg = experiment_config.load(None, [
         f'methods=["{args.method}"]', 'dataset="synthetic:cifar10"', f'model="{args.model}"',
         f"num_clients={args.clients}", "expected_rate=1.0", "group_ratios=[1.0]",
         "budgets=[1.0]", "delta=1e-5", 'partition="dealt_classes"', "partition_param=5",

@@ -41,7 +41,7 @@ def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
 def data_set_states():
     """(name, state) of every real data set: "here" or "missing: <why>", looked for where a
     config with the default ``data_dir`` and ``data_root`` reads it."""
-    from .config import ExperimentConfig
+    from .experiment_config import ExperimentConfig
     from .data.sources import SOURCES, missing
     defaults = ExperimentConfig()
     out = []

@@ -10,7 +10,7 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
 from .algorithms.plan import GROUP_WEIGHTINGS
 from .audit.bounds import MAX_CANARIES
@@ -23,12 +23,6 @@ from .errors import fail as _fail
 from .key_ranges import (AT_LEAST_ONE, LEARNING_RATE, NON_NEGATIVE, POSITIVE,
                          PROBABILITY_OPEN, Range)
 from .key_ranges import check as check_range
-from .methods import METHODS
-from .methods.registry import BROKEN_PLUGINS
-from .methods import fedrep, mspafl, pfeddsu
-from .methods.idp import ADAPTIVE_CLIPPINGS
-from .methods.pfa import PFA_ACCOUNTINGS, PFA_PROJECTIONS, PFA_PUBLIC_NOISES
-from .methods.pfeddsu import DSU_MASKS, PMTL_MODES
 from .models.split import check_spec
 from .privacy.accounting import ACCOUNTANTS, RDP_ACCOUNTANTS, SERVER_ACCOUNTANTS
 from .privacy.mspafl import DATA_SAMPLINGS
@@ -38,8 +32,11 @@ from .sampling import SAMPLINGS
 
 
 @dataclasses.dataclass
-class ExperimentConfig:
-    """Keys of an experiment config (TOML). Defaults are the embedded offline default."""
+class CoreConfig:
+    """The core keys of an experiment config (TOML), those the engine reads whatever the
+    method; each method's own keys join them in :class:`Schema` (its ``config_keys``:
+    ``tff_idp.experiment_config.ExperimentConfig``). Defaults are the embedded offline
+    default."""
     # results go to <output_dir>/<name>/ (default: the config file's name without .toml;
     # "digits-default" for the embedded default)
     name: str = "digits-default"
@@ -96,23 +93,9 @@ class ExperimentConfig:
     # override per-group rates (gdpfed_opc/_plus, idp_sample)
     rates: Optional[List[float]] = None
     noise_multipliers: Optional[List[float]] = None  # override sigma_m (ledger still checks)
-    # idp_fedavg's adaptive clipping: "ours" (seeded, both backends) or "tff" (TFF's factory)
-    adaptive_clipping: str = "ours"
     # client-side noise: each client draws its share ("client", Alg. 1 line 13 as written) or
     # the server draws each group sum's noise once ("group": same distribution, far cheaper)
     noise_draw: str = "client"
-    # PFA's public clients: "paper" (the GDPFed adaptation: accounted as an amplified noised
-    # sum, which their one-by-one rows are not: the run is marked privacy.valid = false) or
-    # "per-row" (each row a Gaussian release of one client the server sees; noise calibrated
-    # to the public group's budget)
-    pfa_accounting: str = "paper"
-    # PFA's public clients add their group's "full" noise (their rows are seen one by one) or
-    # only their "share" of the group sum's (a diagnostic reading, not private: docs/privacy.md)
-    pfa_public_noise: str = "full"
-    # PFA's projection of the private mean around the public mean: "per-layer" (each model
-    # tensor its own rank-1 subspace, as the original code does) or "global" (one subspace of
-    # the whole update)
-    pfa_projection: str = "per-layer"
     # the canary audit (tff_idp.audit): this many canary clients in privacy group
     # audit_group, each inserted with probability 1/2; 0: no audit
     audit_canaries: int = 0
@@ -125,40 +108,10 @@ class ExperimentConfig:
     # "head", "rows:A-B" (input rows of the first Dense kernel), "layers:NAME,NAME"; unset:
     # the method's own (fedrep, dp_fedrep: "head"; the others: "none")
     personal: Optional[str] = None
-    personal_steps: int = 5                   # fedrep: steps on the personal part first ...
-    personal_epochs: Optional[int] = None     # ... or passes over the client's data
-    # paper 001 (DP-pFedDSU and its baselines): the head's fine-tuning epochs on features
-    # computed once (centaur, dp_pfeddsu: the stored head; dp_fedavg_fb, pmtl_ft, ppsgd: a
-    # throw-away copy for evaluation)
-    head_epochs: int = 15
-    # paper 001: the head's learning rate (unset: local_lr)
-    head_lr: Optional[float] = None
     weight_decay: float = 0.0                 # client SGD: g + weight_decay * theta (PyTorch)
-    # DP-pFedDSU: fraction S of each masked kernel kept (top-k by magnitude)
-    dsu_sparsity: float = 0.05
-    # DP-pFedDSU: how many of the extractor's last kernels are masked
-    dsu_layers: int = 4
-    dsu_lambda: float = 0.2                   # DP-pFedDSU: lambda of the norm penalty (001 Eq. 10)
-    # DP-pFedDSU: where masks come from: "local" (each client's own weights, as the paper) or
-    # "global" (the broadcast weights, one mask for every client)
-    dsu_mask: str = "local"
-    dsu_eval_masked: bool = True              # DP-pFedDSU: evaluation uses the masked forward pass
-    # PPSGD: epochs of its personal additive head's update each round
-    ppsgd_head_epochs: int = 1
-    # PPSGD: that update's learning rate (CENTAUR's script)
-    ppsgd_head_lr: float = 0.1
-    # PMTL-FT: lambda of its proximal term lambda ||theta - theta_global||^2
-    pmtl_lambda: float = 1.0
-    # PMTL-FT's proximal term: "intended" (with its gradient) or "reference" (the public
-    # code's term, which has no gradient)
-    pmtl_mode: str = "intended"
     # fraction of each client's training examples held out for validation; > 0 makes the
     # summary report the test accuracy at the round of best mean validation accuracy
     validation_fraction: float = 0.0
-    local_epsilon: Optional[float] = None     # MS-PAFL (paper 002): eps_l of each upload (Lemma 1)
-    local_delta: float = 1e-4                 # MS-PAFL: delta_l of each upload (Lemma 1)
-    checkin_beta: float = 0.25                # MS-PAFL: beta of Theorem 2's check-in bound
-    composition_delta: float = 1e-4           # MS-PAFL: delta~ of Theorem 4's composition
     data_sampling: str = "wor"                # a round's Qb examples: "wor" or "wr" (eq. 9)
     backend: str = "tff"                      # "tff" (reference) or "fast" (batched TF, GPU)
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
@@ -196,12 +149,11 @@ class ExperimentConfig:
 # fast_chunk_size=4` or `--device gpu` trains into the table's own folders)
 PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "fast_lanes",
                   "data_dir", "data_root", "allow_download")
-KEYS = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
 
 
-def _coerce(key, value):
-    """Type-check one value against the dataclass field."""
-    typ = KEYS[key].type
+def _coerce(field: dataclasses.Field, value):
+    """Type-check one value against its dataclass field."""
+    key, typ = field.name, field.type
     if value is None:
         if "Optional" in str(typ):
             return None
@@ -243,7 +195,7 @@ def _coerce(key, value):
     return value
 
 
-def _check_finite(cfg: ExperimentConfig) -> None:
+def _check_finite(cfg: CoreConfig) -> None:
     """NaN and inf are refused in every number and list element (a NaN noise multiplier
     made the budget check loop forever inside the RDP accountant)."""
     for f in dataclasses.fields(cfg):
@@ -286,18 +238,12 @@ CHOICES = {
     "sampling": SAMPLINGS,
     "accountant": ACCOUNTANTS,
     "group_weighting": GROUP_WEIGHTINGS,
-    "adaptive_clipping": ADAPTIVE_CLIPPINGS,
     "noise_draw": NOISE_DRAWS,
-    "pfa_accounting": PFA_ACCOUNTINGS,
-    "pfa_projection": PFA_PROJECTIONS,
-    "pfa_public_noise": PFA_PUBLIC_NOISES,
     "backend": BACKEND_NAMES,
     "device": DEVICES,
-    "dsu_mask": DSU_MASKS,
-    "pmtl_mode": PMTL_MODES,
     "data_sampling": DATA_SAMPLINGS,
 }
-# numeric keys' ranges: the engine's here, each method's keys' from its module; one check
+# numeric keys' ranges: the core's here, each method's keys' in its ``config_keys``
 RANGES = {
     "seed": NON_NEGATIVE, "num_clients": AT_LEAST_ONE, "rounds": AT_LEAST_ONE,
     "checkpoint_every": NON_NEGATIVE, "test_examples": AT_LEAST_ONE,
@@ -314,20 +260,7 @@ RANGES = {
     "partition_param": Range(0, 1e6, low_open=True, why="a Dirichlet or pachinko "
                              "concentration, or classes or shards per client"),
     "audit_group": NON_NEGATIVE,
-    **fedrep.KEY_RANGES, **pfeddsu.KEY_RANGES, **mspafl.KEY_RANGES,
 }
-# what a reader of a choice key's error line needs besides its values
-CHOICE_NOTES = {"dsu_mask": "'local': each client's own weights, the paper; 'global': the "
-                            "broadcast weights"}
-
-
-def _check_choices(cfg: ExperimentConfig) -> None:
-    """Every key of :data:`CHOICES` holds one of its values."""
-    for key, allowed in CHOICES.items():
-        value = getattr(cfg, key)
-        if value not in allowed:
-            note = f" ({CHOICE_NOTES[key]})" if key in CHOICE_NOTES else ""
-            _fail(key, value, f"must be {_one_of(allowed)}{note}")
 
 
 def _one_of(names) -> str:
@@ -336,7 +269,7 @@ def _one_of(names) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-def _check_audit(cfg: ExperimentConfig) -> None:
+def _check_audit(cfg: CoreConfig, methods) -> None:
     """The canary audit's keys (tff_idp.audit.canaries): a count the bounds can use, a group
     that exists, the fast backend, methods whose whole update is shared."""
     if cfg.audit_canaries == 0:
@@ -351,7 +284,7 @@ def _check_audit(cfg: ExperimentConfig) -> None:
         _fail("audit_canaries", cfg.audit_canaries, "the canary audit runs on "
               "backend='fast' (it feeds canaries to the fast backend's clip and noise code)")
     for m in cfg.methods:
-        if METHODS[m].split_spec(cfg) != "none":
+        if methods[m].split_spec(cfg) != "none":
             _fail("audit_canaries", cfg.audit_canaries, f"method {m!r} keeps a personal "
                   "part; canaries audit methods whose whole update is shared")
 
@@ -362,8 +295,7 @@ def _check_audit(cfg: ExperimentConfig) -> None:
 # one (audit_canaries its own rule in _check_audit: tests/faults/test_config_matrix.py)
 LIMITS = {"seed": 2 ** 32 - 1, "rounds": 1_000_000, "num_clients": 10_000_000,
           "local_steps": 1_000_000, "batch_size": 1_000_000, "local_epochs": 10_000,
-          "personal_steps": 1_000_000, "personal_epochs": 10_000, "head_epochs": 10_000,
-          "ppsgd_head_epochs": 10_000, "dsu_layers": 10_000, "fast_chunk_size": 100_000,
+          "fast_chunk_size": 100_000,
           "fast_lanes": 64, "eval_every": 1_000_000, "checkpoint_every": 1_000_000,
           "test_examples": 100_000_000, "curve_test_examples": 100_000_000,
           "audit_group": 1_000}
@@ -381,21 +313,11 @@ PATH_KEYS = ("output_dir", "data_dir", "data_root")
 CLIP_RANGE = (1e-8, 1e8)
 
 
-def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
-    """``cfg`` checked key by key (one-line ConfigError). ``data``: the ArrayData of your own
-    that ``cfg`` will run on (``tff_idp.api``): ``dataset`` is then its name, not a
-    registered source, and ``partition = "natural"`` needs its clients."""
+def _check_core_rules(cfg: CoreConfig, data=None) -> None:
+    """The rules between core keys: methods listed once, the data set, model and partition,
+    budgets and group ratios, delta, clip, accountants, the personal split, data sampling.
+    ``data``: your own ArrayData (``tff_idp.api``), in place of a registered source."""
     from .models import MODELS
-    _check_finite(cfg)
-    _check_choices(cfg)
-    for key in dict.fromkeys([*RANGES, *LIMITS, *LIST_RANGES]):
-        _check_key(cfg, key)
-    for m in cfg.methods:
-        if m not in METHODS and m in BROKEN_PLUGINS:      # registered by a package, unusable
-            _fail("methods", m, BROKEN_PLUGINS[m])
-        if m not in METHODS:
-            _fail("methods", m, f"unknown method{did_you_mean(m, METHODS)} (choose from "
-                  f"{', '.join(sorted(METHODS))})")
     if not cfg.methods:
         _fail("methods", cfg.methods, "needs at least one method")
     twice = [m for i, m in enumerate(cfg.methods) if m in cfg.methods[:i]]
@@ -451,10 +373,11 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
     if cfg.data_sampling == "wr" and cfg.local_epochs is not None:
         _fail("data_sampling", cfg.data_sampling, "'wr' draws local_steps x batch_size "
               "examples; it does not go with local_epochs")
-    for m in cfg.methods:                        # what each method cannot run with
-        for key, value, why in METHODS[m].config_errors(cfg):
-            _fail(key, value, why)
-    _check_audit(cfg)
+
+
+def _check_names_and_folders(cfg: CoreConfig) -> None:
+    """Per-group lists of the groups' length, reference values of the config's methods, a
+    folder name, path keys that name folders one can write."""
     for key in ("rates", "noise_multipliers"):
         v = getattr(cfg, key)
         if v is not None and len(v) != len(cfg.budgets):
@@ -469,54 +392,150 @@ def validate(cfg: ExperimentConfig, data=None) -> ExperimentConfig:
                   "folder)")
     check_writable_dir("output_dir", cfg.output_dir)
     check_writable_dir("data_root", cfg.data_root)
-    return cfg
 
 
-def _check_key(cfg: ExperimentConfig, key: str) -> None:
-    """One key on its own: every element of a list key within its range
-    (:data:`LIST_RANGES`), a number within its range (:data:`RANGES`) and at most its limit
-    (:data:`LIMITS`: beyond what the code can represent or hold). A key none of them
-    names (``method``, the shorthand ``from_mapping`` turns into ``methods``) has none."""
-    if key not in LIST_RANGES and key not in RANGES and key not in LIMITS:
-        return
-    value = getattr(cfg, key)
-    if key in LIST_RANGES and value is not None:
-        rng = LIST_RANGES[key]
-        if not all(rng.holds(x) for x in value):
-            _fail(key, value, f"every element {rng.rule()}")
-    if key in RANGES:
-        check_range(key, value, RANGES[key])
-    top = LIMITS.get(key)
-    if top is not None and value is not None and value > top:
-        _fail(key, value, f"must be at most {top:,}")
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """The experiment config's keys and rules: the core's (this module) and those the
+    registered methods own (``Method.config_keys``), with the methods themselves for the
+    rules that name one (``split_spec``, ``config_errors``). Built once, above the methods,
+    by ``tff_idp.experiment_config`` (:meth:`of`), whose ``ExperimentConfig``,
+    ``from_mapping``, ``validate`` and ``load`` are this schema's: this module names no
+    method."""
+    config_class: type
+    choices: Dict[str, tuple]
+    ranges: Dict[str, Range]
+    limits: Dict[str, int]
+    notes: Dict[str, str]
+    methods: Mapping            # name -> Method (tff_idp.methods.METHODS)
+    broken: Mapping             # name -> why: registered plug-ins that cannot be used
+
+    @classmethod
+    def of(cls, method_keys, methods, broken, module: str) -> "Schema":
+        """The core keys plus ``method_keys`` ({name: ``ConfigKey``}), as a dataclass
+        ``ExperimentConfig`` (a subclass of :class:`CoreConfig`) of ``module``."""
+        keys = list(method_keys.values())
+        config_class = dataclasses.make_dataclass(
+            "ExperimentConfig", [k.field() for k in keys], bases=(CoreConfig,))
+        config_class.__module__ = module       # pickled by name (the harness's workers)
+        config_class.__doc__ = ("Keys of an experiment config (TOML): the core's "
+                                "(tff_idp.config.CoreConfig) and the registered methods' own.")
+        return cls(config_class,
+                   {**CHOICES, **{k.name: k.choices for k in keys if k.choices}},
+                   {**RANGES, **{k.name: k.range for k in keys if k.range}},
+                   {**LIMITS, **{k.name: k.limit for k in keys if k.limit}},
+                   {k.name: k.note for k in keys if k.note}, methods, broken)
+
+    @property
+    def keys(self) -> Dict[str, dataclasses.Field]:
+        """Every key (its dataclass field), core first."""
+        return {f.name: f for f in dataclasses.fields(self.config_class)}
+
+    def validate(self, cfg, data=None):
+        """``cfg`` checked key by key (one-line ConfigError). ``data``: the ArrayData of your own
+        that ``cfg`` will run on (``tff_idp.api``): ``dataset`` is then its name, not a
+        registered source, and ``partition = "natural"`` needs its clients."""
+        _check_finite(cfg)
+        for key, allowed in self.choices.items():
+            if getattr(cfg, key) not in allowed:
+                note = f" ({self.notes[key]})" if key in self.notes else ""
+                _fail(key, getattr(cfg, key), f"must be {_one_of(allowed)}{note}")
+        for key in dict.fromkeys([*self.ranges, *self.limits, *LIST_RANGES]):
+            self._check_key(cfg, key)
+        methods = self.methods
+        for m in cfg.methods:
+            if m not in methods and m in self.broken:      # registered by a package, unusable
+                _fail("methods", m, self.broken[m])
+            if m not in methods:
+                _fail("methods", m, f"unknown method{did_you_mean(m, methods)} (choose from "
+                      f"{', '.join(sorted(methods))})")
+        _check_core_rules(cfg, data)
+        for m in cfg.methods:                        # what each method cannot run with
+            for key, value, why in methods[m].config_errors(cfg):
+                _fail(key, value, why)
+        _check_audit(cfg, methods)
+        _check_names_and_folders(cfg)
+        return cfg
+
+    def _check_key(self, cfg, key: str) -> None:
+        """One key on its own: every element of a list key within its range
+        (:data:`LIST_RANGES`), a number within its range (``ranges``) and at most its limit
+        (``limits``: beyond what the code can represent or hold). A key none of them
+        names (``method``, the shorthand ``from_mapping`` turns into ``methods``) has none."""
+        if key not in LIST_RANGES and key not in self.ranges and key not in self.limits:
+            return
+        value = getattr(cfg, key)
+        if key in LIST_RANGES and value is not None:
+            rng = LIST_RANGES[key]
+            if not all(rng.holds(x) for x in value):
+                _fail(key, value, f"every element {rng.rule()}")
+        if key in self.ranges:
+            check_range(key, value, self.ranges[key])
+        top = self.limits.get(key)
+        if top is not None and value is not None and value > top:
+            _fail(key, value, f"must be at most {top:,}")
+
+    def check_values(self, values: dict) -> None:
+        """Every key of ``values`` known, of its type, finite and within its range and limit
+        (one-line ConfigError naming the key), without the cross-key rules of :func:`validate`:
+        for a table's [base] and [datasets.X] blocks and axis values, before the scale does
+        arithmetic on them (``rounds = "40"`` was a TypeError there; ``rounds = inf`` or
+        ``expected_rate = -1`` were silently replaced by the smoke scale's own values)."""
+        cfg = self.from_mapping(values)
+        _check_finite(cfg)
+        for key in values:
+            self._check_key(cfg, key)
 
 
-def check_values(values: dict) -> None:
-    """Every key of ``values`` known, of its type, finite and within its range and limit
-    (one-line ConfigError naming the key), without the cross-key rules of :func:`validate`:
-    for a table's [base] and [datasets.X] blocks and axis values, before the scale does
-    arithmetic on them (``rounds = "40"`` was a TypeError there; ``rounds = inf`` or
-    ``expected_rate = -1`` were silently replaced by the smoke scale's own values)."""
-    cfg = from_mapping(values)
-    _check_finite(cfg)
-    for key in values:
-        _check_key(cfg, key)
+    def from_mapping(self, values: dict, base=None):
+        """A config of ``values`` (TOML's flat keys; ``method`` the one-method shorthand) over
+        ``base`` (default: every key's default), each value type-checked; not yet validated."""
+        cfg = dataclasses.replace(base) if base is not None else self.config_class()
+        keys = self.keys
+        for key, value in values.items():
+            if key == "method":          # single-method shorthand
+                key, value = "methods", [value] if isinstance(value, str) else value
+            if key not in keys:
+                self._unknown_key(key, value)
+            setattr(cfg, key, _coerce(keys[key], value))
+        return cfg
 
 
-def from_mapping(values: dict, base: Optional[ExperimentConfig] = None) -> ExperimentConfig:
-    cfg = dataclasses.replace(base) if base is not None else ExperimentConfig()
-    for key, value in values.items():
-        if key == "method":          # single-method shorthand
-            key, value = "methods", [value] if isinstance(value, str) else value
-        if key not in KEYS:
-            _unknown_key(key, value)
-        setattr(cfg, key, _coerce(key, value))
-    return cfg
+    def _unknown_key(self, key: str, value) -> None:
+        _fail(key, value, "unknown key" + did_you_mean(key, self.keys) +
+              " (python -m tff_idp.run --help lists every key)")
+
+    def load(self, path: Optional[str], overrides: Optional[List[str]] = None):
+        """Load a TOML config (or the embedded default when ``path`` is None), apply
+        ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
+        values = read_toml(path) if path is not None else {}
+        if path is not None and "name" not in values:    # results of two files do not collide
+            values = dict(values, name=Path(path).stem)
+        cfg = self.from_mapping(values)
+        for item in overrides or []:
+            cfg = self.from_mapping(dict([self.parse_override(item)]), cfg)
+        return self.validate(cfg)
 
 
-def _unknown_key(key: str, value) -> None:
-    _fail(key, value, "unknown key" + did_you_mean(key, KEYS) +
-          " (python -m tff_idp.run --help lists every key)")
+    def parse_override(self, item: str):
+        """(key, value) of one ``--set key=value`` (the value in TOML syntax; a bare word is a
+        string); a one-line ConfigError for what cannot be one."""
+        if "=" not in item:
+            _fail("--set", item, "expected key=value")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except RecursionError:
+            _fail("--set", item, TOO_DEEP)
+        except tomllib.TOMLDecodeError:
+            if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
+                _fail("--set", item, "not a TOML value; quote the strings inside it and the "
+                      "whole argument for the shell, e.g. " + _quoted_example(key, raw))
+            value = raw.strip()
+        if key not in self.keys and key != "method":
+            self._unknown_key(key, value)
+        return key, value
 
 
 # a config nested deeper than Python's recursion limit lets tomllib read (about 490 levels)
@@ -553,36 +572,3 @@ def _quoted_example(key: str, raw: str) -> str:
     import re
     inner = re.sub(r"(?<![\w\"'.])([A-Za-z_][\w\-:]*)", r'"\1"', raw.strip().strip("'"))
     return f"--set '{key}={inner}'"
-
-
-def load(path: Optional[str], overrides: Optional[List[str]] = None) -> ExperimentConfig:
-    """Load a TOML config (or the embedded default when ``path`` is None), apply
-    ``key=value`` overrides (values in TOML syntax; bare words are strings), validate."""
-    values = read_toml(path) if path is not None else {}
-    if path is not None and "name" not in values:    # results of two files do not collide
-        values = dict(values, name=Path(path).stem)
-    cfg = from_mapping(values)
-    for item in overrides or []:
-        cfg = from_mapping(dict([parse_override(item)]), cfg)
-    return validate(cfg)
-
-
-def parse_override(item: str):
-    """(key, value) of one ``--set key=value`` (the value in TOML syntax; a bare word is a
-    string); a one-line ConfigError for what cannot be one."""
-    if "=" not in item:
-        _fail("--set", item, "expected key=value")
-    key, raw = item.split("=", 1)
-    key = key.strip()
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except RecursionError:
-        _fail("--set", item, TOO_DEEP)
-    except tomllib.TOMLDecodeError:
-        if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
-            _fail("--set", item, "not a TOML value; quote the strings inside it and the "
-                  "whole argument for the shell, e.g. " + _quoted_example(key, raw))
-        value = raw.strip()
-    if key not in KEYS and key != "method":
-        _unknown_key(key, value)
-    return key, value

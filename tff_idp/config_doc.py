@@ -1,29 +1,41 @@
 """The config keys as a page: ``python -m tff_idp.run --help``'s key list and docs/config.md,
-generated from :class:`tff_idp.config.ExperimentConfig` (each field's comment) and the
-rules :func:`tff_idp.config.validate` applies (choices, ranges, limits, list elements)."""
+generated from :class:`tff_idp.config.CoreConfig` (each field's comment), the keys each
+method owns (``Method.config_keys``: each one's ``doc``) and the rules the config's
+``validate`` applies (choices, ranges, limits, list elements)."""
 from __future__ import annotations
 
 import dataclasses
 import re
 from typing import List
 
-from .config import CHOICES, LIMITS, LIST_RANGES, RANGES, ExperimentConfig
+from .config import LIST_RANGES, CoreConfig
+from .experiment_config import CHOICES, LIMITS, RANGES, ExperimentConfig
+from .methods.registry import CONFIG_KEYS, METHODS
+
+
+def _core_docs() -> dict:
+    """{key: its one-line doc} of the core keys: the comment beside or above its field."""
+    import inspect
+    src = inspect.getsource(CoreConfig)
+    out = {}
+    for f in dataclasses.fields(CoreConfig):
+        m = re.search(rf"^\s+{f.name}:.*?#\s*(.*)$", src, re.M)
+        above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
+        out[f.name] = m.group(1) if m else (" ".join(
+            line.strip().lstrip("# ").strip() for line in above.group(1).splitlines())
+            if above else "")
+    return out
 
 
 def key_docs() -> List[dict]:
-    """Every key of :class:`ExperimentConfig` with its default and its one-line doc (the
-    comment beside or above its field), its choices and its range where declared: what
-    ``--help`` lists and docs/config.md is generated from (:func:`config_markdown`)."""
-    import inspect
-    src = inspect.getsource(ExperimentConfig)
+    """Every key of the experiment config (the core's, then the methods' own) with its
+    default and its one-line doc, its choices and its range where declared: what ``--help``
+    lists and docs/config.md is generated from (:func:`config_markdown`)."""
+    docs = {**_core_docs(), **{name: key.doc for name, key in CONFIG_KEYS.items()}}
     out = []
     for f in dataclasses.fields(ExperimentConfig):
-        m = re.search(rf"^\s+{f.name}:.*?#\s*(.*)$", src, re.M)
-        above = re.search(rf"((?:^\s+#.*\n)+)\s+{f.name}:", src, re.M)
-        doc = m.group(1) if m else (" ".join(l.strip().lstrip("# ").strip() for l in
-                                              above.group(1).splitlines()) if above else "")
+        doc = docs[f.name]
         if f.name == "methods":         # the registry's names, plug-ins included
-            from .methods import METHODS
             doc += " " + " ".join(METHODS)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if isinstance(default, list):
@@ -42,7 +54,8 @@ def config_markdown() -> str:
     lines = ["# Config keys", "",
              "Every key of an experiment config (TOML; `--set key=value` overrides one, in "
              "TOML syntax; `tff_idp.Experiment.from_dict` takes the same keys). Generated "
-             "from `tff_idp/config.py` (by `tff_idp/config_doc.py`) with `python scripts/config_doc.py`; "
+             "from `tff_idp/config.py` (the core keys) and each method's `config_keys` (its own) "
+             "(by `tff_idp/config_doc.py`) with `python scripts/config_doc.py`; "
              "`tests/test_config_doc.py` fails when this page differs. A table config "
              "(`[table]`, docs/tables.md) sets these keys per cell. Bad values are refused "
              "in one line naming the key, exit status 2, before any work.", "",

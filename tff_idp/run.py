@@ -259,8 +259,8 @@ def _main(argv, stop) -> int:
                      if v is not None]
             if args.output_dir is not None:
                 extra.append(f"output_dir={_toml_string(args.output_dir)}")
-            from . import config
-            cfg = config.load(args.config, args.overrides + extra)
+            from . import config, experiment_config
+            cfg = experiment_config.load(args.config, args.overrides + extra)
             cfg = changed_run_name(cfg, args.overrides + extra)
             seeds = single_config_seeds(args.seeds)
             from .runtime import one_thread_per_op_for_lanes
@@ -393,7 +393,8 @@ def changed_run_name(cfg, items):
     to ``<scale>+<changes>/``, a changed single run gets its own folder, so the natural
     second command (``--backend fast``, then without) never meets the first's results.
     Keys that only place the run (``config.PLACEMENT_KEYS``) keep the name."""
-    from .config import PLACEMENT_KEYS, parse_override
+    from .config import PLACEMENT_KEYS
+    from .experiment_config import parse_override
     from .harness.table import override_suffix
     keys = [parse_override(item)[0] for item in items]
     if "name" in keys:

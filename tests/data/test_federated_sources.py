@@ -3,7 +3,7 @@ stand-in, the label-shard partition, the data store, and natural-client configs.
 import numpy as np
 import pytest
 
-from tff_idp import config, data
+from tff_idp import config, experiment_config, data
 from tff_idp.data import adult, shakespeare, tff_sets
 from tff_idp.data.store import DataStore, pack_clients, unpack_clients
 from tff_idp.engine.experiment import partition_clients, prepare
@@ -80,7 +80,7 @@ def test_pack_unpack_clients_roundtrip():
 
 
 def test_partitions_are_stored_and_reused(tmp_path, monkeypatch):
-    cfg = config.load(None, [f"data_root=\"{tmp_path}\"", "partition=\"dirichlet\"",
+    cfg = experiment_config.load(None, [f"data_root=\"{tmp_path}\"", "partition=\"dirichlet\"",
                              "partition_param=0.5", "num_clients=20"])
     d = data.load("digits")
     first = partition_clients(cfg, d)
@@ -142,22 +142,22 @@ def test_adult_missing_offline_points_to_the_standin(tmp_path):
 
 def test_natural_partition_needs_a_federated_set():
     with pytest.raises(config.ConfigError, match="partition='natural'"):
-        config.load(None, ["partition=\"natural\""])
+        experiment_config.load(None, ["partition=\"natural\""])
 
 
 def test_natural_partition_picks_a_seeded_subset(root):
-    cfg = config.load(None, ["dataset=\"femnist\"", "partition=\"natural\"", "num_clients=3",
+    cfg = experiment_config.load(None, ["dataset=\"femnist\"", "partition=\"natural\"", "num_clients=3",
                              f"data_root=\"{root}\"", "model=\"cnn2\"", "budgets=[2.0, 4.0, 8.0]"])
     exp = prepare(cfg)
     assert len(exp.client_indices) == 3
-    too_many = config.load(None, ["dataset=\"femnist\"", "partition=\"natural\"",
+    too_many = experiment_config.load(None, ["dataset=\"femnist\"", "partition=\"natural\"",
                                   "num_clients=9", f"data_root=\"{root}\""])
     with pytest.raises(config.ConfigError, match="num_clients=9: femnist has 4 clients"):
         prepare(too_many)
 
 
 def test_test_examples_subsamples_the_test_set():
-    cfg = config.load(None, ["test_examples=50", "methods=[\"p_fedavg\"]"])
+    cfg = experiment_config.load(None, ["test_examples=50", "methods=[\"p_fedavg\"]"])
     assert len(prepare(cfg).data.y_test) == 50
 
 
@@ -170,7 +170,7 @@ def test_test_examples_subsamples_the_test_set():
     ("adult-standin", "logistic", ["partition=\"shards\"", "num_clients=40"])])
 def test_a_round_runs_on_each_new_source(root, dataset, model, extra):
     from tff_idp.engine.loop import run_method
-    cfg = config.load(None, [f"dataset=\"{dataset}\"", f"model=\"{model}\"", "rounds=1",
+    cfg = experiment_config.load(None, [f"dataset=\"{dataset}\"", f"model=\"{model}\"", "rounds=1",
                              "expected_rate=0.5", "local_steps=1", "batch_size=2",
                              "budgets=[4.0, 8.0]", "group_ratios=[0.5, 0.5]",
                              f"data_root=\"{root}\"", "keep_fractions=[0.8, 0.9]",

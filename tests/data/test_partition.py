@@ -104,9 +104,9 @@ def test_assign_groups(ratios):
     (["partition=\"iid\"", "num_clients=50"], "mixed"),
 ])
 def test_configs_choose_the_partition(overrides, check):
-    from tff_idp import config
+    from tff_idp import config, experiment_config
     from tff_idp.engine.experiment import prepare
-    exp = prepare(config.load(None, overrides + ["methods=[\"p_fedavg\"]"]))
+    exp = prepare(experiment_config.load(None, overrides + ["methods=[\"p_fedavg\"]"]))
     parts = exp.client_indices
     assert len(parts) == 50
     _disjoint(parts)
@@ -119,12 +119,12 @@ def test_configs_choose_the_partition(overrides, check):
 
 
 def test_partition_errors_are_config_errors():
-    from tff_idp import config
+    from tff_idp import config, experiment_config
     from tff_idp.engine.experiment import prepare
     with pytest.raises(config.ConfigError, match="partition_param"):
-        config.load(None, ["partition=\"dirichlet\""])
+        experiment_config.load(None, ["partition=\"dirichlet\""])
     with pytest.raises(config.ConfigError, match="partition='dirichlet'"):
-        prepare(config.load(None, ["partition=\"dirichlet\"", "partition_param=0.01"]))
+        prepare(experiment_config.load(None, ["partition=\"dirichlet\"", "partition_param=0.01"]))
 
 
 def test_dealt_classes_deals_s_slots_per_client_with_centaur_repeats():

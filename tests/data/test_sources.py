@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from tff_idp import config, data
+from tff_idp import experiment_config, data
 
 
 @pytest.mark.parametrize("name,shape,classes", [("fashion_mnist", (28, 28, 1), 10),
@@ -26,7 +26,7 @@ def test_missing_tfds_data_is_a_clear_error(tmp_path):
 def test_a_config_can_train_a_round_on_a_tfds_set_with_a_paper_model(tmp_path):
     from tff_idp.engine.experiment import prepare
     from tff_idp.engine.loop import run_method
-    cfg = config.load(None, ["dataset=\"fashion_mnist\"", "model=\"cnn2\"", "num_clients=30",
+    cfg = experiment_config.load(None, ["dataset=\"fashion_mnist\"", "model=\"cnn2\"", "num_clients=30",
                              "rounds=1", "expected_rate=0.3", "local_steps=1",
                              "budgets=[2.0, 4.0, 8.0]", f"data_dir=\"{tmp_path}\"",
                              "methods=[\"gdpfed_plus\"]"])

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tff_idp.catalog import config_files
-from tff_idp.config import ConfigError, ExperimentConfig
+from tff_idp.config import ConfigError
+from tff_idp.experiment_config import ExperimentConfig
 from tff_idp.data import fashion_mnist, staging
 from tff_idp.data.network import HOSTS, unreachable
 from tff_idp.harness.needs import needs_of_config, needs_of_targets
@@ -154,7 +155,7 @@ def test_check_lists_present_and_missing_and_exits_1(made_files, tmp_path):  # n
 
 
 def test_tfds_data_dir_is_the_default_and_not_part_of_a_fingerprint(tmp_path, monkeypatch):
-    from tff_idp.config import from_mapping, validate
+    from tff_idp.experiment_config import from_mapping, validate
     from tff_idp.engine.loop import run_fingerprint
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "shared-tfds"))
     assert ExperimentConfig().data_dir == str(tmp_path / "shared-tfds")

@@ -2,7 +2,7 @@
 personal store."""
 import json
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
 
@@ -12,7 +12,7 @@ def experiment(methods, settings, extra=()):
     a list of names) with the embedded default config under ``settings`` and then ``extra``
     (``--set`` strings: a test file's own small setting, and one test's changes to it)."""
     names = [methods] if isinstance(methods, str) else list(methods)
-    return prepare(config.load(None, [f"methods={json.dumps(names)}", *settings, *extra]))
+    return prepare(experiment_config.load(None, [f"methods={json.dumps(names)}", *settings, *extra]))
 
 
 def capture(monkeypatch, backend, seen):

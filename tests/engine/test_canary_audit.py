@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.audit import best_lower_bound, guesses, lower_bound
 from tff_idp.audit.bounds import ceiling
 from tff_idp.engine.experiment import prepare
@@ -18,7 +18,7 @@ CANARIES = 400
 
 
 def _audit(seed=0, noise_scale=1.0, canaries=CANARIES):
-    cfg = config.load(None, ['methods=["dp_fedavg"]', 'backend="fast"', f"seed={seed}",
+    cfg = experiment_config.load(None, ['methods=["dp_fedavg"]', 'backend="fast"', f"seed={seed}",
                              f"audit_canaries={canaries}", "local_lr=0.001"])
     exp = prepare(cfg)
     plan = exp.plans["dp_fedavg"]

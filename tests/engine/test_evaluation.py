@@ -98,10 +98,10 @@ def test_curve_rounds_evaluate_a_seeded_subset_and_the_last_round_the_whole_test
         monkeypatch):
     """curve_test_examples: rounds before the last see the same seeded subset, the last round
     every test example; the summary says both counts."""
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine import loop
     from tff_idp.engine.experiment import prepare
-    exp = prepare(config.load(None, ['methods=["dp_fedavg"]', "rounds=3", "num_clients=30",
+    exp = prepare(experiment_config.load(None, ['methods=["dp_fedavg"]', "rounds=3", "num_clients=30",
                                      "local_steps=1", "curve_test_examples=37"]), persist=False)
     seen = []
 

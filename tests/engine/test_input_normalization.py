@@ -3,7 +3,7 @@ test alike, checked against numpy; refused (one line) where it would be ignored.
 import numpy as np
 import pytest
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.config import ConfigError
 from tff_idp.data.types import ArrayData
 from tff_idp.engine.experiment import normalized, prepare
@@ -27,6 +27,6 @@ def test_standardize_uses_the_training_sets_channel_statistics():
 
 def test_standardize_is_refused_for_non_image_data_and_bad_values():
     with pytest.raises(ConfigError, match="input_normalization='standardize': for image"):
-        prepare(config.load(None, ['input_normalization="standardize"']))   # digits: flat
+        prepare(experiment_config.load(None, ['input_normalization="standardize"']))   # digits: flat
     with pytest.raises(ConfigError, match="input_normalization='z'"):
-        config.load(None, ['input_normalization="z"'])
+        experiment_config.load(None, ['input_normalization="z"'])

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from tff_idp import config
-from tff_idp.config import from_mapping, validate
+from tff_idp import experiment_config
+from tff_idp.experiment_config import from_mapping, validate
 from tff_idp.engine.experiment import prepare
 from tff_idp.engine.loop import run_method
 
@@ -44,7 +44,7 @@ def test_server_epsilon_of_three_default_run_clients_matches_an_independent_acco
     ``tests/privacy/independent_rdp`` equals the ledger's, and the summary's group value is
     the largest of its clients'."""
     from tests.privacy import independent_rdp as ind
-    cfg = config.load(None, ['methods=["dp_fedavg", "gdpfed_plus"]', 'backend="fast"'])
+    cfg = experiment_config.load(None, ['methods=["dp_fedavg", "gdpfed_plus"]', 'backend="fast"'])
     exp = prepare(cfg)
     for method in cfg.methods:
         _, summary, ledger = run_method(exp, method, progress=False)
@@ -97,7 +97,7 @@ def test_ms_pafl_is_not_covered_by_the_papers_bounds_and_gets_the_one_that_holds
     amplification and holds for both: the guarantee is valid, against both observers, and a
     separate field says what Theorem 4 does not cover."""
     from tff_idp.privacy.gaussian_releases import composed_gaussian_epsilon
-    cfg = config.load(None, [
+    cfg = experiment_config.load(None, [
         f'methods=["{method}"]', 'dataset="synthetic:adult"', 'model="logistic_nobias"',
         "num_clients=40", "expected_rate=0.5", "rounds=3", "local_steps=5", "batch_size=5",
         "local_epsilon=1.0", "local_delta=1e-4", "delta=1e-4", "budgets=[1.0]",

@@ -7,7 +7,7 @@ blocks."""
 import numpy as np
 import pytest
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.engine import loop
 from tff_idp.engine.experiment import prepare
 
@@ -34,7 +34,7 @@ def _from_clients(process):
 
 
 def _runner(method, *sets):
-    exp = prepare(config.load(None, [f'methods=["{method}"]', *SMALL, *sets]))
+    exp = prepare(experiment_config.load(None, [f'methods=["{method}"]', *SMALL, *sets]))
     return loop.make_runner(exp, method, backend="tff")[0]
 
 
@@ -59,14 +59,14 @@ def test_simulation_diagnostics_are_sent_only_when_asked():
 
 @pytest.mark.parametrize("backend", ["tff", "fast"])
 def test_the_rows_of_a_private_run_hold_no_client_statistic(backend, monkeypatch):
-    exp = prepare(config.load(None, ['methods=["dp_fedavg"]', *SMALL]))
+    exp = prepare(experiment_config.load(None, ['methods=["dp_fedavg"]', *SMALL]))
     _, _, rows, _ = run_captured(exp, "dp_fedavg", backend, monkeypatch)
     for name in ("train_loss", "clipped_fraction", "mean_update_norm"):
         assert all(name not in r and "sim_" + name not in r for r in rows)
 
 
 def test_simulation_diagnostics_are_sim_columns_equal_on_both_backends(monkeypatch):
-    exp = prepare(config.load(None, ['methods=["dp_fedavg"]', *SMALL,
+    exp = prepare(experiment_config.load(None, ['methods=["dp_fedavg"]', *SMALL,
                                      "simulation_diagnostics=true"]))
     rows = {b: run_captured(exp, "dp_fedavg", b, monkeypatch)[2] for b in ("tff", "fast")}
     for name in ("sim_train_loss", "sim_clipped_fraction", "sim_mean_update_norm"):
@@ -80,7 +80,7 @@ def test_measuring_them_does_not_change_the_training(monkeypatch):
     trains as the run without it: the same accuracy and loss in every round."""
     rows = {}
     for sim in ("false", "true"):
-        exp = prepare(config.load(None, ['methods=["dp_fedavg"]', *SMALL,
+        exp = prepare(experiment_config.load(None, ['methods=["dp_fedavg"]', *SMALL,
                                          f"simulation_diagnostics={sim}"]))
         rows[sim] = run_captured(exp, "dp_fedavg", "fast", monkeypatch)[2]
     for name in ("test_accuracy", "test_loss"):
@@ -89,6 +89,6 @@ def test_measuring_them_does_not_change_the_training(monkeypatch):
 
 
 def test_a_run_that_is_not_private_releases_them_under_plain_names(monkeypatch):
-    exp = prepare(config.load(None, ['methods=["p_fedavg"]', *SMALL]))
+    exp = prepare(experiment_config.load(None, ['methods=["p_fedavg"]', *SMALL]))
     rows = run_captured(exp, "p_fedavg", "fast", monkeypatch)[2]
     assert np.isfinite(rows[0]["train_loss"]) and "sim_train_loss" not in rows[0]

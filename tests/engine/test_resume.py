@@ -87,10 +87,10 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, monkeypatch, method, 
 
 def _checkpoint(tmp_path, cfg_overrides=()):
     """A real checkpoint after 2 of 3 rounds of p_fedavg, in tmp_path/partial."""
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine.experiment import prepare
     from tff_idp.engine.loop import run_method
-    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+    exp = prepare(experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                      "checkpoint_every=2", 'backend="fast"',
                                      *cfg_overrides]))
     folder = tmp_path / "partial"
@@ -100,19 +100,19 @@ def _checkpoint(tmp_path, cfg_overrides=()):
 
 
 def test_a_checkpoint_of_another_config_is_set_aside(tmp_path, capfd):
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine.checkpoint import load_checkpoint
     from tff_idp.engine.fingerprint import run_fingerprint
     exp, folder, _ = _checkpoint(tmp_path)
     assert load_checkpoint(folder, run_fingerprint(exp.cfg, "p_fedavg"))["rounds_done"] == 2
-    other = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+    other = experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                "clip=2.0"])
     assert load_checkpoint(folder, run_fingerprint(other, "p_fedavg")) is None
     assert "checkpoint at round 2 was made with another config: starting over" in \
         capfd.readouterr().err
     assert (folder / "checkpoint.npz.bad").is_file() and not (folder / "checkpoint.npz").exists()
-    c = config.load(None, ['methods=["p_fedavg"]', "rounds=3", "output_dir=\"x\""])
-    d = config.load(None, ['methods=["p_fedavg"]', "rounds=3"])
+    c = experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "output_dir=\"x\""])
+    d = experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3"])
     assert run_fingerprint(c, "p_fedavg") == run_fingerprint(d, "p_fedavg")
 
 
@@ -165,11 +165,11 @@ def test_an_old_pickle_checkpoint_is_never_unpickled(tmp_path, capfd):
 def test_a_key_spelled_out_at_the_methods_default_is_the_same_run():
     """Table VIII's (0.7, 0.8, 0.9) row of GDPFed+ is Table II's GDPFed+ (keep_fractions
     unset): one fingerprint, so the harness trains it once; any other fractions differ."""
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine.loop import run_fingerprint
     base = ['methods=["gdpfed_plus"]', "rounds=3"]
-    unset = run_fingerprint(config.load(None, base), "gdpfed_plus")
-    spelled = config.load(None, base + ["keep_fractions=[0.7, 0.8, 0.9]"])
-    other = config.load(None, base + ["keep_fractions=[0.5, 0.7, 0.9]"])
+    unset = run_fingerprint(experiment_config.load(None, base), "gdpfed_plus")
+    spelled = experiment_config.load(None, base + ["keep_fractions=[0.7, 0.8, 0.9]"])
+    other = experiment_config.load(None, base + ["keep_fractions=[0.5, 0.7, 0.9]"])
     assert run_fingerprint(spelled, "gdpfed_plus") == unset
     assert run_fingerprint(other, "gdpfed_plus") != unset

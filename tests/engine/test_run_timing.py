@@ -8,10 +8,10 @@ import pytest
 
 
 def test_the_summary_accounts_for_training_evaluation_and_set_up(tmp_path):
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine.experiment import prepare
     from tff_idp.engine.persist import train_to_folder
-    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+    exp = prepare(experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                      "eval_every=2", 'backend="fast"']))
     # as the harness does: the clock started before the data were prepared (5 s here)
     summary = train_to_folder(exp, "p_fedavg", tmp_path / "run", progress=False,
@@ -57,10 +57,10 @@ def test_a_run_resumed_from_rows_without_evaluation_times_reports_no_wall_time(t
                                                                                monkeypatch):
     """A checkpoint written before evaluations were timed: the summary says nothing of
     evaluation or wall time rather than a part of them (and the report leaves its line out)."""
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine import loop
     from tff_idp.engine.experiment import prepare
-    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+    exp = prepare(experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                      "checkpoint_every=2", 'backend="fast"']))
     rows, whole, _ = loop.run_method(exp, "p_fedavg", progress=False, checkpoint_dir=tmp_path)
     assert whole.seconds_wall is not None and "eval_seconds" in rows[0]
@@ -83,10 +83,10 @@ def test_a_resumed_run_says_which_process_and_machine_trained_which_rounds(tmp_p
     """The segments travel in the checkpoint: a run resumed at round 2 has the first
     process's rounds 1-2 and its own round 3, their seconds the rows'; resumed from a
     checkpoint made before segments were kept, rounds 1-2 have no machine."""
-    from tff_idp import config
+    from tff_idp import experiment_config
     from tff_idp.engine import loop
     from tff_idp.engine.experiment import prepare
-    exp = prepare(config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
+    exp = prepare(experiment_config.load(None, ['methods=["p_fedavg"]', "rounds=3", "num_clients=30",
                                      "checkpoint_every=2", 'backend="fast"']))
     first_rows, first, _ = loop.run_method(exp, "p_fedavg", progress=False,
                                            checkpoint_dir=tmp_path)

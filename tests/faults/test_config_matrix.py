@@ -1,5 +1,5 @@
 """The generated fault matrix, inputs (issue 76): every key of the experiment config (read
-from the code's own key table, ``config.KEYS``, so a new key is covered by construction)
+from the code's own key table, ``experiment_config.KEYS``, so a new key is covered by construction)
 times every bad-value class, through a config file, through ``--set``, and in each
 section of a table config (``[base]``, ``[datasets.X]``, an axis value) through ``run``,
 ``report`` and ``slurm submit``; and the Python API's numeric arguments times the same
@@ -8,8 +8,9 @@ written, or acceptance of a value the matrix lists as valid (ACCEPTED: a new key
 value is accepted fails here until someone decides)."""
 import pytest
 
-from tff_idp import config, report, run, slurm
-from tff_idp.config import KEYS, LIMITS, RANGES, ConfigError
+from tff_idp import experiment_config, report, run, slurm
+from tff_idp.config import ConfigError
+from tff_idp.experiment_config import KEYS, LIMITS, RANGES
 from tff_idp.harness.table import HARNESS_KEYS, expand, load_table
 
 from ..harness.conftest import tiny_table
@@ -57,7 +58,7 @@ def _check(key, cls, outcome, prefix=""):
     assert outcome.startswith(prefix) and f"{named}=" in outcome, (key, cls, outcome)
 
 
-# numeric keys whose rule is written out in config.validate rather than as a Range
+# numeric keys whose rule is written out in experiment_config.validate rather than as a Range
 OWN_RULES = {"audit_canaries": "0 (no audit) or 2 to MAX_CANARIES", "clip": "CLIP_RANGE"}
 
 
@@ -68,25 +69,25 @@ def test_every_numeric_key_declares_its_range_and_every_integer_key_its_limit():
         if "List" in kind or "Dict" in kind or key in OWN_RULES:
             continue
         if "int" in kind:
-            assert key in LIMITS, f"integer key {key!r} has no upper limit in config.LIMITS"
+            assert key in LIMITS, f"integer key {key!r} has no upper limit in experiment_config.LIMITS"
         if "float" in kind or "int" in kind:
-            assert key in RANGES, f"numeric key {key!r} has no range in config.RANGES"
+            assert key in RANGES, f"numeric key {key!r} has no range in experiment_config.RANGES"
 
 
 @pytest.mark.parametrize("key,cls", CASES)
 def test_a_config_file(tmp_path, key, cls):
     path = tmp_path / "c.toml"
     path.write_text(f"{key} = {BAD_VALUES[cls]}\n")
-    _check(key, cls, _outcome(lambda: config.load(str(path))))
+    _check(key, cls, _outcome(lambda: experiment_config.load(str(path))))
 
 
 @pytest.mark.parametrize("key,cls", [c for c in CASES if c[1] != "deep"])
 def test_a_set_override(key, cls):
-    _check(key, cls, _outcome(lambda: config.load(None, [f"{key}={BAD_VALUES[cls]}"])))
+    _check(key, cls, _outcome(lambda: experiment_config.load(None, [f"{key}={BAD_VALUES[cls]}"])))
 
 
 def test_a_set_override_nested_too_deeply():
-    outcome = _outcome(lambda: config.load(None, [f"rounds={BAD_VALUES['deep']}"]))
+    outcome = _outcome(lambda: experiment_config.load(None, [f"rounds={BAD_VALUES['deep']}"]))
     assert outcome.startswith("--set=") and "nested too deeply" in outcome and \
         len(outcome) <= 400
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tff_idp import api, config, run
+from tff_idp import api, config, experiment_config, run
 from tff_idp.engine import loop
 from tff_idp.engine.persist import complete_run
 from tff_idp.report.runs import UnreadableRun, read_run as report_read_run
@@ -160,7 +160,7 @@ def test_a_finished_runs_file(pristine, tmp_path, name, kind):
     base = _copy(pristine, tmp_path)
     folder = base / "done" / "c" / "p_fedavg-seed0"
     damage(folder / name, kind, tmp_path / "outside")
-    cfg = config.load(str(base / "c.toml"), [f'data_root="{base / "data"}"'])
+    cfg = experiment_config.load(str(base / "c.toml"), [f'data_root="{base / "data"}"'])
     assert complete_run(folder, cfg, "p_fedavg") is None, (name, kind)
     with pytest.raises(ValueError) as e:
         api.read_run(folder)
@@ -216,7 +216,7 @@ def test_the_cached_partition(pristine, tmp_path, name, kind):
     from tff_idp.data import load
     from tff_idp.engine.experiment import pending_partition
     base = _copy(pristine, tmp_path)
-    cfg = config.load(str(base / "c.toml"), [f'data_root="{base / "data"}"'])
+    cfg = experiment_config.load(str(base / "c.toml"), [f'data_root="{base / "data"}"'])
     data = load(cfg.dataset, cfg.seed, cfg.data_dir, cfg.allow_download, cfg.data_root)
     clean, _ = pending_partition(cfg, data)
     entry = next((base / "data" / "built" / "digits").iterdir())

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tff_idp import config
+from tff_idp import experiment_config
 from tff_idp.harness import cost
 
 
@@ -24,7 +24,7 @@ def test_char_lstm_flops_count_the_dense_layer_at_every_position_of_tffs_task():
 def test_a_latency_bound_run_costs_its_chunk_steps(chunk, chunks_per_round):
     """digits' logistic model is far below the latency floor: every chunk-step costs the
     floor, and a round is ceil(cohort / chunk) x local_steps of them."""
-    cfg = config.load(None, ["num_clients=1200", "expected_rate=0.1", "rounds=10",
+    cfg = experiment_config.load(None, ["num_clients=1200", "expected_rate=0.1", "rounds=10",
                              "local_steps=5", f"fast_chunk_size={chunk}", "eval_every=10"])
     c = cost.unit_cost(cfg)
     train = 10 * chunks_per_round * 5 * cost.GPU_STEP_LATENCY

@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         partition = None
         d = load(args.name, args.seed, data_dir, allow_download=False, root=args.root)
         if args.partition is not None:
-            from ..config import from_mapping, validate
+            from ..experiment_config import from_mapping, validate
             from ..engine.experiment import partition_clients
             try:
                 cfg = validate(from_mapping(dict(

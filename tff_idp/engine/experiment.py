@@ -10,7 +10,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
-from ..config import INPUT_NORMALIZATIONS, ConfigError, ExperimentConfig
+from ..config import INPUT_NORMALIZATIONS, ConfigError
+from ..experiment_config import ExperimentConfig
 from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
                     classes_per_client, dealt_classes, dirichlet_label_skew,
                     dirichlet_per_client, iid_partition, label_shards, load, pachinko,

@@ -71,7 +71,8 @@ def complete_run(folder: Path, cfg, method: str) -> Optional[RunSummary]:
 def made_fingerprint(made: dict) -> Optional[str]:
     """The fingerprint of the config config.json holds, recomputed (the stored one alone
     would vouch for a config edited after the run); None when it no longer parses."""
-    from ..config import KEYS, ConfigError, from_mapping
+    from ..config import ConfigError
+    from ..experiment_config import KEYS, from_mapping
     try:
         cfg = from_mapping({k: v for k, v in made.items() if k in KEYS})
         return run_fingerprint(cfg, made.get("method", ""))

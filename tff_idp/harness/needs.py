@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Iterable, List, Optional
 
 from ..catalog import config_files
-from ..config import ConfigError, ExperimentConfig, read_toml
+from ..config import ConfigError, read_toml
+from ..experiment_config import ExperimentConfig
 from ..data.sources import SOURCES
 from ..data.staging import Need
 from .table import is_table, load_table

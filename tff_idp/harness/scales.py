@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import ConfigError, ExperimentConfig
+from ..config import ConfigError
+
+from ..experiment_config import ExperimentConfig
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
 # data sets the smoke scale runs for real (shipped offline); the rest become stand-ins

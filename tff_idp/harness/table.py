@@ -39,8 +39,9 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..config import (PLACEMENT_KEYS, ConfigError, ExperimentConfig, check_name, check_values,
-                      from_mapping, parse_override, read_toml, validate)
+from ..config import PLACEMENT_KEYS, ConfigError, check_name, read_toml
+from ..experiment_config import (ExperimentConfig, check_values, from_mapping, parse_override,
+                                 validate)
 from ..errors import fail as _fail
 from .scales import SCALES, require_scale, scale_values  # noqa: F401 (importers take them here)
 

@@ -25,7 +25,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
-from ..config import ConfigError, ExperimentConfig, from_mapping
+from ..config import ConfigError
+from ..experiment_config import ExperimentConfig, from_mapping
 from ..errors import shown
 from ..methods import METHODS
 
@@ -119,7 +120,7 @@ def plan_from_budgets(method: str, budgets: Sequence[float], group_sizes: Sequen
         raise ConfigError(f"group_sizes={sizes!r}: needs one entry per budget "
                           f"({len(budgets)})")
     n = int(sum(sizes))
-    from ..config import validate
+    from ..experiment_config import validate
     from ..engine.experiment import checked_plan, privacy_setting
     cfg = validate(from_mapping({
         "methods": [method], "budgets": list(budgets), "num_clients": n,

@@ -75,6 +75,9 @@ class Method:
     name: str = ""
     summary: str = ""              # one line for `python -m tff_idp.run --list`
     printed_name: str = ""         # as the paper prints it (plots; default: ``name``)
+    # the config keys this method owns (``tff_idp.config_keys.ConfigKey``): every registered
+    # method's join the core keys in the flat TOML (``tff_idp.experiment_config``)
+    config_keys: tuple = ()
     # planner
     planner = None                 # f(setting, **kwargs) -> MethodPlan (plan_<name>)
     uses_rates: bool = False       # plan() passes the config's per-group ``rates`` (GDPFed-opc/+,

@@ -11,16 +11,23 @@ sigma for the strictest budget, every client sampled at q). The split is the con
 ``personal`` (default ``"head"``: the last Dense layer)."""
 from __future__ import annotations
 
+from ..config_keys import ConfigKey
 from ..key_ranges import AT_LEAST_ONE
 from .base import Method, Phase
 from .gdpfed import DPFedAvg, plan_dp_fedavg, plan_p_fedavg
 
-# the ranges of the personal phase's keys (tff_idp.config.RANGES)
-KEY_RANGES = {"personal_steps": AT_LEAST_ONE, "personal_epochs": AT_LEAST_ONE}
+# the personal phase's keys (FedRep's, and paper 001's methods built on it)
+CONFIG_KEYS = (
+    ConfigKey("personal_steps", "int", 5, "fedrep: steps on the personal part first ...",
+              range=AT_LEAST_ONE, limit=1_000_000),
+    ConfigKey("personal_epochs", "Optional[int]", None,
+              "... or passes over the client's data", range=AT_LEAST_ONE, limit=10_000),
+)
 
 
 class FedRep(Method):
     name = "fedrep"
+    config_keys = CONFIG_KEYS
     fedavg_round = False
     summary = "FedRep (Collins et al. 2021): shared body, a personal head per client; no privacy"
     planner = staticmethod(plan_p_fedavg)

@@ -8,12 +8,18 @@ import functools
 import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting, combination_weights, grouped_plan
+from ..config_keys import ConfigKey
 from ..privacy import gdpfed, idp
 from .base import FactoryOptions, Method
 from .gdpfed import noise_magnitude_at_rates
 
 # adaptive_clipping: "ours" (seeded, both backends) or "tff" (TFF's own factory)
 ADAPTIVE_CLIPPINGS = ("ours", "tff")
+CONFIG_KEYS = (
+    ConfigKey("adaptive_clipping", "str", "ours", "idp_fedavg's adaptive clipping: \"ours\" "
+              "(seeded, both backends) or \"tff\" (TFF's factory)",
+              choices=ADAPTIVE_CLIPPINGS),
+)
 
 
 def _group_ratios(setting):
@@ -126,6 +132,7 @@ class IDPFedAvg(_Individualized):
     gaussian_adaptive`` itself (initial clip 0.1, target quantile 0.5, learning rate 0.2),
     whose noise is unseeded (TFF backend only)."""
     name = "idp_fedavg"
+    config_keys = CONFIG_KEYS
     summary = "IDP-FedAvg as paper 004 runs it: SAMPLE's rates with adaptive clipping"
     planner = staticmethod(plan_idp_fedavg)
     adaptive_clip = True

@@ -60,16 +60,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.plan import MethodPlan
+from ..config_keys import ConfigKey
 from ..key_ranges import PROBABILITY_OPEN, Range
 from ..privacy import mspafl
 from ..privacy.gaussian_releases import composed_gaussian_epsilon
 from .base import FactoryOptions, Method
 
-# the ranges of paper 002's keys (tff_idp.config.RANGES)
-KEY_RANGES = {"local_epsilon": Range(0, 700, low_open=True, why="e^epsilon must be a float"),
-              "local_delta": PROBABILITY_OPEN, "composition_delta": PROBABILITY_OPEN,
-              "checkin_beta": Range(0, 1, low_open=True, high_open=True,
-                                    why="a fraction of the clients (002 Theorem 2)")}
+# paper 002's keys (MS-PAFL's and LDP-FedAvg's)
+CONFIG_KEYS = (
+    ConfigKey("local_epsilon", "Optional[float]", None, "MS-PAFL (paper 002): eps_l of each "
+              "upload (Lemma 1)", range=Range(0, 700, low_open=True,
+                                                 why="e^epsilon must be a float")),
+    ConfigKey("local_delta", "float", 1e-4, "MS-PAFL: delta_l of each upload (Lemma 1)",
+              range=PROBABILITY_OPEN),
+    ConfigKey("checkin_beta", "float", 0.25, "MS-PAFL: beta of Theorem 2's check-in bound",
+              range=Range(0, 1, low_open=True, high_open=True,
+                          why="a fraction of the clients (002 Theorem 2)")),
+    ConfigKey("composition_delta", "float", 1e-4,
+              "MS-PAFL: delta~ of Theorem 4's composition", range=PROBABILITY_OPEN),
+)
 
 PERSISTENT_STATE_GAP = (
     "Theorem 4's table epsilon (and Cor. 1, Thm. 3, the RDP cross-check) amplify by local "
@@ -117,6 +126,7 @@ def observers(persistent: bool) -> dict:
 
 class MSPAFL(Method):
     name = "ms_pafl"
+    config_keys = CONFIG_KEYS
     summary = "MS-PAFL (paper 002): model splitting, random check-in, closed-form bounds"
     default_split = "rows:half"
     needs_personal = True

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..algorithms.plan import MethodPlan, PrivacySetting, grouped_plan
+from ..config_keys import ConfigKey
 from ..privacy import accounting, gdpfed
 from .base import FactoryOptions, Method
 
@@ -16,6 +17,21 @@ from .base import FactoryOptions, Method
 PFA_PROJECTIONS = ("per-layer", "global")
 PFA_ACCOUNTINGS = ("paper", "per-row")              # pfa_accounting: plan_pfa
 PFA_PUBLIC_NOISES = ("full", "share")               # pfa_public_noise: plan_pfa
+CONFIG_KEYS = (
+    ConfigKey("pfa_accounting", "str", "paper", "PFA's public clients: \"paper\" (the GDPFed "
+              "adaptation: accounted as an amplified noised sum, which their one-by-one rows "
+              "are not: the run is marked privacy.valid = false) or \"per-row\" (each row a "
+              "Gaussian release of one client the server sees; noise calibrated to the public "
+              "group's budget)", choices=PFA_ACCOUNTINGS),
+    ConfigKey("pfa_public_noise", "str", "full", "PFA's public clients add their group's "
+              "\"full\" noise (their rows are seen one by one) or only their \"share\" of "
+              "the group sum's (a diagnostic reading, not private: docs/privacy.md)",
+              choices=PFA_PUBLIC_NOISES),
+    ConfigKey("pfa_projection", "str", "per-layer", "PFA's projection of the private mean "
+              "around the public mean: \"per-layer\" (each model tensor its own rank-1 "
+              "subspace, as the original code does) or \"global\" (one subspace of the whole "
+              "update)", choices=PFA_PROJECTIONS),
+)
 
 PFA_SHARE_GAP = (
     "PFA with public_noise='share' (a diagnostic reading): public clients add only their "
@@ -71,6 +87,7 @@ def plan_pfa(setting: PrivacySetting, noise_multipliers=None, pfa_accounting="pa
 
 class PFA(Method):
     name = "pfa"
+    config_keys = CONFIG_KEYS
     fedavg_round = True
     summary = "PFA (Liu et al. 2021): private mean projected on the public clients' subspace"
     planner = staticmethod(plan_pfa)

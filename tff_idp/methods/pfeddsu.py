@@ -30,8 +30,10 @@ x sum / (qN), which is 001's mean over the realised cohort when q = 1, its setti
 """
 from __future__ import annotations
 
+from ..config_keys import ConfigKey
 from ..key_ranges import AT_LEAST_ONE, LEARNING_RATE, Range
 from .base import Phase
+from .fedrep import CONFIG_KEYS as PERSONAL_KEYS
 from .fedrep import DPFedRep
 from .gdpfed import DPFedAvg
 
@@ -39,13 +41,44 @@ DSU_MASKS = ("local", "global")       # dsu_mask: each client's own weights (the
                                       # broadcast weights (one mask for every client)
 PMTL_MODES = ("intended", "reference")   # pmtl_mode: the proximal term with its gradient, or
                                          # the public code's term, which has none
-# the ranges of paper 001's keys (tff_idp.config.RANGES checks every config against them)
-KEY_RANGES = {
-    "head_epochs": AT_LEAST_ONE, "head_lr": LEARNING_RATE,
-    "ppsgd_head_epochs": AT_LEAST_ONE, "ppsgd_head_lr": LEARNING_RATE,
-    "dsu_sparsity": Range(0, 1, low_open=True, why="the fraction kept"),
-    "dsu_layers": AT_LEAST_ONE, "dsu_lambda": Range(0, 1e6), "pmtl_lambda": Range(0, 1e6),
-}
+# paper 001's keys, shared by its five methods (each also takes FedRep's personal phase keys)
+HEAD_KEYS = (
+    ConfigKey("head_epochs", "int", 15, "paper 001 (DP-pFedDSU and its baselines): the head's "
+              "fine-tuning epochs on features computed once (centaur, dp_pfeddsu: the stored "
+              "head; dp_fedavg_fb, pmtl_ft, ppsgd: a throw-away copy for evaluation)",
+              range=AT_LEAST_ONE, limit=10_000),
+    ConfigKey("head_lr", "Optional[float]", None,
+              "paper 001: the head's learning rate (unset: local_lr)", range=LEARNING_RATE),
+)
+DSU_KEYS = (
+    ConfigKey("dsu_sparsity", "float", 0.05, "DP-pFedDSU: fraction S of each masked kernel "
+              "kept (top-k by magnitude)", range=Range(0, 1, low_open=True,
+                                                       why="the fraction kept")),
+    ConfigKey("dsu_layers", "int", 4, "DP-pFedDSU: how many of the extractor's last kernels "
+              "are masked", range=AT_LEAST_ONE, limit=10_000),
+    ConfigKey("dsu_lambda", "float", 0.2, "DP-pFedDSU: lambda of the norm penalty (001 Eq. 10)",
+              range=Range(0, 1e6)),
+    ConfigKey("dsu_mask", "str", "local", "DP-pFedDSU: where masks come from: \"local\" (each "
+              "client's own weights, as the paper) or \"global\" (the broadcast weights, one "
+              "mask for every client)", choices=DSU_MASKS,
+              note="'local': each client's own weights, the paper; 'global': the broadcast "
+                   "weights"),
+    ConfigKey("dsu_eval_masked", "bool", True,
+              "DP-pFedDSU: evaluation uses the masked forward pass"),
+)
+PPSGD_KEYS = (
+    ConfigKey("ppsgd_head_epochs", "int", 1, "PPSGD: epochs of its personal additive head's "
+              "update each round", range=AT_LEAST_ONE, limit=10_000),
+    ConfigKey("ppsgd_head_lr", "float", 0.1, "PPSGD: that update's learning rate (CENTAUR's "
+              "script)", range=LEARNING_RATE),
+)
+PMTL_KEYS = (
+    ConfigKey("pmtl_lambda", "float", 1.0, "PMTL-FT: lambda of its proximal term lambda "
+              "||theta - theta_global||^2", range=Range(0, 1e6)),
+    ConfigKey("pmtl_mode", "str", "intended", "PMTL-FT's proximal term: \"intended\" (with its "
+              "gradient) or \"reference\" (the public code's term, which has no gradient)",
+              choices=PMTL_MODES),
+)
 
 
 def _head_lr(cfg) -> float:
@@ -58,6 +91,7 @@ def _extractor_phase(cfg, **kwargs) -> Phase:
 
 class Centaur(DPFedRep):
     name = "centaur"
+    config_keys = PERSONAL_KEYS + HEAD_KEYS
     summary = "CENTAUR (Shen et al. 2023): DP shared extractor, heads tuned on features"
 
     def phases(self, cfg):
@@ -70,6 +104,7 @@ class Centaur(DPFedRep):
 
 class DPpFedDSU(Centaur):
     name = "dp_pfeddsu"
+    config_keys = PERSONAL_KEYS + HEAD_KEYS + DSU_KEYS
     summary = "DP-pFedDSU (paper 001): CENTAUR with dynamically sparsified updates"
 
     def config_errors(self, cfg):
@@ -107,6 +142,7 @@ class DPpFedDSU(Centaur):
 
 class DPFedAvgFB(DPFedAvg):
     name = "dp_fedavg_fb"
+    config_keys = HEAD_KEYS
     fedavg_round = False
     summary = "DP-FedAvg-fb (paper 001's baseline): DP-FedAvg, then a fine-tuned head"
 
@@ -116,6 +152,7 @@ class DPFedAvgFB(DPFedAvg):
 
 class PMTLFT(DPFedAvgFB):
     name = "pmtl_ft"
+    config_keys = HEAD_KEYS + PMTL_KEYS
     summary = "PMTL-FT (paper 001's baseline): proximal term to the global model, fine-tuning"
 
     def phases(self, cfg):
@@ -128,6 +165,7 @@ class PMTLFT(DPFedAvgFB):
 
 class PPSGD(DPFedRep):
     name = "ppsgd"
+    config_keys = PERSONAL_KEYS + HEAD_KEYS[:1] + PPSGD_KEYS
     summary = "PPSGD (paper 001's baseline): a DP global model plus a personal additive head"
     default_split = "layers:personal_head"
 

@@ -1,12 +1,15 @@
 """The registry of methods: the suite's own (one line each below) and those other installed
 packages register in the ``tff_idp.methods`` entry-point group (:func:`_load_plugins`); the
-planners, the printed names, and the lookups the config, the round loop and the reports
-use. Faced by :mod:`tff_idp.methods`."""
+planners, the printed names, the config keys the methods own (:data:`CONFIG_KEYS`), and
+the lookups the config, the round loop and the reports use. Faced by :mod:`tff_idp.methods`."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Dict
 
+from ..config import CoreConfig
+from ..config_keys import ConfigKey, merged
 from .base import Method
 from .fedrep import DPFedRep, FedRep
 from .gdpfed import DPFedAvg, GDPFed, GDPFedOpc, GDPFedPlus, PFedAvg
@@ -18,6 +21,24 @@ from .pfeddsu import METHODS as PAPER001
 METHODS: Dict[str, Method] = {m.name: m for m in (
     PFedAvg(), DPFedAvg(), GDPFed(), GDPFedOpc(), GDPFedPlus(), IDPSample(), IDPScale(),
     IDPFedAvg(), PFA(), FedRep(), DPFedRep(), MSPAFL(), LDPFedAvg()) + PAPER001}
+
+
+CORE_KEYS = frozenset(f.name for f in dataclasses.fields(CoreConfig))
+
+
+def _own_keys(methods) -> Dict[str, ConfigKey]:
+    """{name: ConfigKey} of the config keys ``methods`` own (``Method.config_keys``), each
+    declared once or identically; none may be a core key (ValueError naming it)."""
+    for m in methods:
+        core = [k.name for k in m.config_keys if k.name in CORE_KEYS]
+        if core:
+            raise ValueError(f"config key {core[0]!r} of method {m.name!r} is a core key")
+    return merged((f"method {m.name!r}", m.config_keys) for m in methods)
+
+
+# every registered method's own config keys, which join the core keys in the flat TOML
+# (``tff_idp.experiment_config``); plug-ins' are added as they load
+CONFIG_KEYS: Dict[str, ConfigKey] = _own_keys(METHODS.values())
 
 
 ENTRY_POINTS = "tff_idp.methods"      # the entry-point group other packages register in
@@ -53,6 +74,10 @@ def _check_plugin(entry, method) -> Method:
         raise PluginError(f"{where}: {method.name!r} is already a method")
     if not method.summary or method.planner is None:
         raise PluginError(f"{where}: a method needs a summary and a planner")
+    try:
+        _own_keys(list(METHODS.values()) + [method])
+    except ValueError as e:
+        raise PluginError(f"{where}: {e}") from None
     return method
 
 
@@ -72,6 +97,7 @@ def _load_plugins() -> None:
                                           f"{str(e).splitlines()[0] if str(e) else ''}")
             continue
         METHODS[method.name] = method
+        CONFIG_KEYS.update(_own_keys([method]))
 
 
 _load_plugins()

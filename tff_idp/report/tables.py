@@ -213,7 +213,7 @@ def markdown(head, body) -> str:
 
 def noise_table(spec: TableSpec):
     """sigma per group and Lambda of every (data set, method), at the paper's settings."""
-    from ..config import from_mapping, validate
+    from ..experiment_config import from_mapping, validate
     from ..engine.experiment import plan_all, plan_summary
     head = ["Method"] + list(spec.datasets)
     body, rows_csv = [], []
@@ -252,7 +252,7 @@ def noise_table(spec: TableSpec):
 def rates_sweep(spec: TableSpec):
     """Problem-1 rates for every epsilon_1 of ``rates_sweep`` (Figure 1): {dataset: (eps1
     values, rates array [len(eps), M])}."""
-    from ..config import from_mapping, validate
+    from ..experiment_config import from_mapping, validate
     from ..data import assign_groups
     from ..privacy import gdpfed
     out = {}
