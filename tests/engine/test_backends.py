@@ -105,6 +105,25 @@ def test_fast_backend_matches_tff_backend_noise_on(method, extra):
         np.testing.assert_allclose(a, b, atol=TOL)
 
 
+@pytest.mark.parametrize("method,extra,library", [
+    ("dp_fedavg", (), True), ("gdpfed_plus", (), True), ("idp_fedavg", (), True),
+    ("pfa", (), False),                              # public rows need a slot per client
+    ("idp_fedavg", ('client_optimizer="adam"',), False),     # our Adam, not TFF's
+    ("fedrep", (), False),                           # a personal part comes back to clients
+])
+def test_the_tff_backend_runs_the_librarys_process_for_fedavg_rounds(method, extra, library):
+    """Issue 78 item 1: a method whose round is FedAvg's runs, on the TFF backend, the
+    ``tff.learning`` LearningProcess that ``tff_idp.learning`` publishes (the tests above
+    hold it to the fast backend); the others the suite's iterative process, from the same
+    client round."""
+    from tff_idp.runtime import import_tff
+    tff = import_tff()
+    exp = _experiment(method, extra)
+    runner, _, _ = loop.make_runner(exp, method, "tff")
+    assert runner.library is library
+    assert isinstance(runner.process, tff.learning.templates.LearningProcess) is library
+
+
 def test_client_loop_mode_matches_tff_backend(monkeypatch):
     """A model CohortModel cannot batch is trained one client after another, same result."""
     monkeypatch.setattr(backends.CohortModel, "supports", staticmethod(lambda model: False))

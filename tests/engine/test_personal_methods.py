@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tff_idp import config, methods
+from tff_idp import methods
 from tff_idp.engine import client_data, loop
 
 from .helpers import capture, experiment, run_captured
@@ -110,7 +110,6 @@ class FedPer(methods.Method):
 
 def test_a_new_plug_in_runs_on_both_backends_without_touching_them(monkeypatch):
     monkeypatch.setitem(methods.METHODS, "fedper_test", FedPer())
-    monkeypatch.setitem(config.METHODS, "fedper_test", methods.METHODS["fedper_test"])
     exp = _experiment("fedper_test")
     tff, *_ = _run(exp, "fedper_test", "tff", monkeypatch)
     fast, _, rows, summary = _run(exp, "fedper_test", "fast", monkeypatch)

@@ -85,7 +85,7 @@ def test_a_secure_sum_inner_aggregation_keeps_the_noise_calibrated():
     assert abs(np.corrcoef(changes[1], changes[2])[0, 1]) < 0.05
     record = metrics["aggregator"]["record"]
     assert int(record["secure_upper_clipped_count"]) == 0     # no noised value was clipped
-    assert float(metrics["aggregator"]["query"]["noise_stddev_per_group"][0]) == \
+    assert float(metrics["aggregator"]["query"]["noise_stddevs"][0]) == \
         pytest.approx(z * clip)
 
 

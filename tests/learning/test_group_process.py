@@ -2,7 +2,7 @@
 one client step): GDPFed+ with 3 privacy groups as a tff.learning LearningProcess matches the
 suite's own TFF process (tff_idp.learning.process.build_group_dp_process, what the TFF
 backend runs) on the same data, initial weights and server-drawn noise to 1e-5 over 3 rounds,
-with plain SGD, momentum and Adam, GDPFed's learning rate decay set through the process's
+with plain SGD and momentum, GDPFed's learning rate decay set through the process's
 hparams; the group rides in the data; bad groups and
 bad arguments are one clear error."""
 import collections
@@ -51,13 +51,13 @@ def _cohort(rnd):
 
 
 # the library's TFF optimizer and the suite's client optimizer of the same steps: both take
-# ClientTrainer.step (TFF's Adam folds its bias correction into the rate, epsilon 1e-7 as ours)
+# ClientTrainer.step. Not Adam: TFF's adds epsilon to the uncorrected sqrt(v) (Keras'
+# "epsilon hat"), ours to the bias-corrected one (Kingma & Ba Alg. 1), which differ where a
+# gradient is below about 1e-5 (up to 8e-4 in these weights after 3 rounds)
 OPTIMIZERS = {
     "sgd": (lambda: tff.learning.optimizers.build_sgdm(LR), dict()),
     "momentum": (lambda: tff.learning.optimizers.build_sgdm(LR, momentum=0.5),
                  dict(momentum=0.5)),
-    "adam": (lambda: tff.learning.optimizers.build_adam(LR, epsilon=1e-7),
-             dict(optimizer="adam")),
 }
 
 
@@ -103,7 +103,10 @@ def test_matches_the_suites_tff_process_to_1e5(name):
 def test_client_noise_and_idp_methods_run_through_it():
     for method, settings in (("gdpfed", dict(noise_draw="client")),
                              ("idp_sample", {}), ("idp_scale", {}),
-                             ("idp_fedavg", dict(adaptive_clipping="ours"))):
+                             ("idp_fedavg", dict(adaptive_clipping="ours")),
+                             # TFF's own DP factory gets the bare update (once read as
+                             # the tag's dict method .update)
+                             ("idp_fedavg", dict(adaptive_clipping="tff"))):
         plan = _plan(method, **settings)
         process = learning.build_group_dp_fed_avg(
             _model_fn, tff.learning.optimizers.build_sgdm(LR), plan=plan)

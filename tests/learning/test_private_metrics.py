@@ -70,7 +70,7 @@ def test_the_private_metrics_aggregator_releases_no_un_noised_count(weighted):
     assert small == large
     assert not any(k.startswith("client_work/train/") for k in small)
     # the model aggregator's measurements are still released: public parameters
-    assert small["aggregator/noise_stddev_per_group"] == [pytest.approx(1.1 * 0.5)]
+    assert small["aggregator/noise_stddevs"] == [pytest.approx(1.1 * 0.5)]
 
 
 def test_stock_fedavg_releases_the_clients_counts_without_it():

@@ -143,7 +143,7 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
             total = tf.maximum(tf.reduce_sum(counts), 1.0)
             out = collections.OrderedDict(
                 cohort_per_group=counts,
-                noise_stddev_per_group=state["noise_stddevs"],
+                noise_stddevs=state["noise_stddevs"],   # the plan's and the query's name
                 kept_fraction_per_group=kept_fraction,
                 clip=state["clips"][0])
             if self.client_diagnostics:

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from . import sparse_training
 from .client_optimizer import ClientOptimizer, per_client
+from .round_parts import client_output, server_update
 
 
 def example_losses(labels, logits, batch_dims: int = 1):
@@ -72,6 +73,19 @@ class ClientProgram:
         if phase.train == "all":
             return None
         return self.split.trainable(phase.train)
+
+    @property
+    def whole_model_fedavg(self) -> bool:
+        """FedAvg's round (GDPFed Alg. 1 lines 6-11, 19): one phase training the whole model
+        at the round's rate, nothing personal, no sparsified training, the model change
+        sent and added to the server's model: what the library's ``LearningProcess`` runs
+        (``tff_idp.learning.process``)."""
+        if len(self.phases) != 1:
+            return False
+        ph = self.phases[0]
+        return (ph.train == "all" and ph.lr is None and not ph.proximal and not ph.on_features
+                and self.split.trivial and self.reparam is None
+                and self.client_output is client_output and self.server_update is server_update)
 
     def step_phases(self) -> List["PhaseSteps"]:
         """The phases as a TFF client runs them (:class:`PhaseSteps`): that many batches of

@@ -6,8 +6,10 @@ see the same batches; ``personal`` holds the cohort's rows of the personal store
 updated. What the clients do and how the server steps is the method's
 (``algorithms.client_work.ClientProgram``): a backend names no method.
 
-``TFFBackend``: the TFF iterative process (reference semantics; TFF's C++ worker runs it on
-the CPU, one client at a time). ``FastBackend``: the same client work
+``TFFBackend``: TFF's processes from ``tff_idp.learning.process`` (reference semantics; TFF's
+C++ worker runs them on the CPU, one client at a time): a method whose round is FedAvg's runs
+the library's ``LearningProcess`` itself, the one ``tff_idp.learning`` publishes; the others
+the suite's iterative process built from the same client round. ``FastBackend``: the same client work
 (``algorithms.client_work``) and the same clip/noise/top-k/reweighting arithmetic
 (``queries.GroupGaussianQuery.client_math`` / ``server_math``) inside one ``tf.function`` per
 chunk of ``fast_chunk_size`` clients, on whatever device TensorFlow is given (a GPU when
@@ -17,16 +19,21 @@ dimension (mode ``"cohort"``); otherwise one after another (mode ``"client-loop"
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
-from ..learning.process import build_group_dp_process
+from ..learning.process import (GROUP, SEED, build_group_dp_process,
+                                compose_group_dp_fed_avg)
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release
-from ..runtime import stop_requested
+from ..runtime import import_tff, stop_requested
+
+tff = import_tff()
 
 
 def client_diagnostics(cfg, plan) -> dict:
@@ -51,6 +58,28 @@ def empty_rounds_noised(factory) -> bool:
     return getattr(factory, "noise_in_empty_rounds", True)
 
 
+def runs_library_process(cfg, plan, program, diagnostics) -> bool:
+    """Whether the TFF backend runs the library's ``LearningProcess`` for this method: its
+    round is FedAvg's (``ClientProgram.whole_model_fedavg``), its clients take SGD with
+    momentum (TFF's ``build_sgdm``) without weight decay, no un-noised train loss is asked
+    for (the library sends none) and no public client needs a row slot (PFA)."""
+    return (program.whole_model_fedavg and cfg.client_optimizer == "sgd"
+            and not cfg.weight_decay and "train_loss" not in diagnostics
+            and plan.public_group is None)
+
+
+def learning_model_fn(model_fn, element_spec):
+    """A ``tff.learning`` model of the suite's Keras model: the same forward pass, the mean
+    cross-entropy from logits over every target (``client_work.example_losses``'s mean)."""
+    spec = collections.OrderedDict(x=element_spec[0], y=element_spec[1])
+
+    def fn():
+        return tff.learning.models.from_keras_model(
+            model_fn(), loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            input_spec=spec)
+    return fn
+
+
 class TFFBackend:
     name = "tff"
     mode = "tff"
@@ -59,14 +88,28 @@ class TFFBackend:
         self.batch_size, self.program = cfg.batch_size, program
         self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
-        self.process = build_group_dp_process(
-            model_fn, w0, factory, element_spec, plan.num_aggregation_groups,
-            LocalTraining.of_config(cfg), program, client_diagnostics=bool(self.diagnostics))
-        self.state = self.process.initialize()
+        self.training = LocalTraining.of_config(cfg)
+        self.library = runs_library_process(cfg, plan, program, self.diagnostics)
+        if self.library:    # the library's LearningProcess, the clients' seeds in their data
+            sgd = tff.learning.optimizers.build_sgdm
+            m = plan.num_aggregation_groups
+            self.process = compose_group_dp_fed_avg(
+                learning_model_fn(model_fn, element_spec),
+                sgd(cfg.local_lr, momentum=cfg.momentum or None), sgd(cfg.server_lr), factory,
+                list(range(m)), m, seeds_from_data=True)
+            self.state = self.process.set_model_weights(
+                self.process.initialize(), tff.learning.models.ModelWeights(list(w0), []))
+        else:
+            self.process = build_group_dp_process(
+                model_fn, w0, factory, element_spec, plan.num_aggregation_groups,
+                self.training, program, client_diagnostics=bool(self.diagnostics))
+            self.state = self.process.initialize()
         self.adaptive = bool(plan.adaptive_clip)   # a fixed clip is not reported (as fast)
 
     @property
     def weights(self):
+        if self.library:
+            return [np.asarray(w) for w in self.process.get_model_weights(self.state).trainable]
         return list(self.state["weights"])
 
     def snapshot(self):
@@ -88,18 +131,43 @@ class TFFBackend:
             for phase, examples in zip(self.program.phases, batches)]
         return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
 
+    def tagged_datasets(self, batches, infos):
+        """The library process's client data: each client's batches (one phase) with its
+        aggregation group and noise seed in every element (``learning.process``)."""
+        phase, out = self.program.phases[0], []
+        for examples, info in zip(batches[0], infos):
+            x, y = tuple(expand(examples))
+            n = len(x)
+            out.append(tf.data.Dataset.from_tensor_slices(collections.OrderedDict(
+                x=x, y=y, **{GROUP: np.full(n, int(np.argmax(info["group"])), np.int32),
+                             SEED: np.tile(np.asarray(info["seed"], np.int32), (n, 1))})
+            ).batch(self.batch_size, drop_remainder=not phase.epochs))
+        return out
+
+    def _library_step(self, batches, infos, rnd):
+        """A round of the library's process at the round's learning rate (its client
+        optimizer's hyperparameter, eta * decay^t)."""
+        hparams = self.process.get_hparams(self.state)
+        hparams["client_work"]["learning_rate"] = np.float32(self.training.learning_rate(rnd))
+        self.state = self.process.set_hparams(self.state, hparams)
+        out = self.process.next(self.state, self.tagged_datasets(batches, infos))
+        self.state = out.state
+        return out.metrics
+
     def step(self, batches, infos, rnd, personal=()):
         """One round; with no client (``infos`` empty) the process runs on an empty cohort,
         so the aggregator releases its noise (``loop``: empty rounds)."""
-        data = self.datasets(batches)
-        if self.program.personal:
+        if self.library:
+            metrics = self._library_step(batches, infos, rnd)
+        elif self.program.personal:
+            data = self.datasets(batches)
             rows = [[p[k] for p in personal] for k in range(len(infos))]
             self.state, metrics, kept = self.process.next(self.state, data, infos, rows)
             if infos:
                 personal = [np.stack([np.asarray(c[j]) for c in kept])
                             for j in range(len(self.program.personal))]
         else:
-            self.state, metrics = self.process.next(self.state, data, infos)
+            self.state, metrics = self.process.next(self.state, self.datasets(batches), infos)
         agg = metrics.get("aggregator", {})
         values = {"train_loss": float(metrics["train_loss"]) if "train_loss" in metrics
                   else np.nan,

@@ -7,12 +7,14 @@ weights, the method's local phases of ``ClientTrainer.step``, what it sends:
 public-row slot and, with sparsified training, where its noise lands) and the method's
 factory (clip, noise, group sums, Top_k, reweighting: GDPFed Alg. 1 lines 12-19).
 
-:func:`build_group_dp_process` is what ``python -m tff_idp.run`` runs on the TFF backend: a
-``tff.templates.IterativeProcess`` on Keras models, ``next(state, client_data, client_info
-[, client_personal])``. It stays an iterative process rather than a ``LearningProcess``
+On the TFF backend (``python -m tff_idp.run``) a method whose round is FedAvg's runs the
+library's process itself (:func:`compose_group_dp_fed_avg`, the clients' noise seeds riding
+in their data for a reproducible simulation); the others run :func:`build_group_dp_process`,
+a ``tff.templates.IterativeProcess`` on Keras models, ``next(state, client_data, client_info
+[, client_personal])``. That one stays an iterative process rather than a ``LearningProcess``
 because methods with a personal part return each client's kept tensors CLIENTS-placed, which
-a ``LearningProcess`` cannot, and the simulation hands each client its seed and public-row
-slot.
+a ``LearningProcess`` cannot (its ``next`` returns server state and server metrics), and the
+simulation hands each client its seed and PFA's public-row slot.
 
 :func:`build_group_dp_fed_avg` is the library's ``tff.learning`` ``LearningProcess``, composed
 with ``tff.learning.templates.compose_learning_process``:
@@ -62,6 +64,9 @@ from .plan import GroupDPPlan
 tff = import_tff()
 
 GROUP = "group"                     # the element field naming a client's privacy group
+# the element field carrying a client's noise seed (int32[2]) when the caller draws the seeds:
+# a reproducible simulation (the TFF backend), private only while the seeds are secret
+SEED = "seed"
 
 
 def with_group(dataset: tf.data.Dataset, group: int, plan: GroupDPPlan) -> tf.data.Dataset:
@@ -122,7 +127,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            training: LocalTraining = LocalTraining(),
                            program: Optional[ClientProgram] = None,
                            client_diagnostics: bool = False):
-    """The suite's process (what the TFF backend runs). One round (papers 000/003 Algorithm
+    """The suite's iterative process (what the TFF backend runs for a method whose round is
+    not FedAvg's: a personal part, phases, sparsified training, PFA's slots). One round (papers 000/003 Algorithm
     1; Algorithm 2 when there is one group): broadcast theta^t -> every sampled client runs
     :func:`client_round` at the round's learning rate eta * decay^t -> the aggregation
     factory -> ``program.server_update`` (theta^{t+1} = theta^t + server_lr * aggregate).
@@ -273,8 +279,9 @@ def _optimizer(name: str, fn):
                     "function returning one (e.g. tff.learning.optimizers.build_sgdm(0.1))")
 
 
-def _check_model(model_fn):
-    """The model's input_spec (a mapping without ``group``) and its weights type."""
+def _check_model(model_fn, seeds_from_data: bool = False):
+    """The model's input_spec (a mapping without ``group``) and its weights type; the
+    clients' data spec adds ``group`` (and ``seed`` when the caller draws the seeds)."""
     with tf.Graph().as_default():
         model = model_fn()
     if not isinstance(model, tff.learning.models.VariableModel):
@@ -284,7 +291,10 @@ def _check_model(model_fn):
     if not isinstance(spec, Mapping) or GROUP in spec:
         raise TypeError(f"model_fn: input_spec must be a mapping without a {GROUP!r} field "
                         f"(OrderedDict(x=, y=)), got {spec}")
-    data_spec = collections.OrderedDict(spec, **{GROUP: tf.TensorSpec([None], tf.int32)})
+    tags = {GROUP: tf.TensorSpec([None], tf.int32)}
+    if seeds_from_data:
+        tags[SEED] = tf.TensorSpec([None, 2], tf.int32)
+    data_spec = collections.OrderedDict(spec, **tags)
     return data_spec, tff.learning.models.weights_type_from_model(model)
 
 
@@ -309,14 +319,16 @@ def _data_group(data, num_groups: int):
     return group, checks
 
 
-def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights_type):
+def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int, data_spec,
+                      weights_type):
     """The library's client work (module docstring): :func:`client_round` on FedAvg's program
     (every batch of the client's data) through the ``tff.learning`` model and optimizer,
-    its model change tagged as :func:`record_type` with its aggregation group and a fresh
-    seed."""
-    num_groups = plan.num_groups
-    to_aggregation = np.asarray(plan.plan.aggregation_groups, np.int32)
-    num_aggregation = plan.plan.num_aggregation_groups
+    its model change tagged as :func:`record_type` with its aggregation group
+    (``to_aggregation[group]`` of ``num_aggregation``) and a seed: fresh from the operating
+    system, or the data's ``seed`` field when ``data_spec`` has one."""
+    to_aggregation = np.asarray(to_aggregation, np.int32)
+    num_groups = len(to_aggregation)
+    seeds_from_data = SEED in data_spec
     program = whole_model_program([t.shape for t in weights_type.trainable], None)
     data_type = tff.SequenceType(tff.types.tensorflow_to_type(data_spec))
     initial_hparams = optimizer.get_hparams(
@@ -337,8 +349,10 @@ def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights
         def train(hparams, initial, data):
             tf.nest.map_structure(lambda v, t: v.assign(t), weights, initial)
             group, checks = _data_group(data, num_groups)
+            seed = data.take(1).reduce(tf.zeros([2], tf.int32), lambda _, b: b[SEED][0]) \
+                if seeds_from_data else dpmath.secret_seed()
             batches = data.map(lambda b: (collections.OrderedDict(
-                (k, v) for k, v in b.items() if k != GROUP), b[GROUP]))
+                (k, v) for k, v in b.items() if k not in (GROUP, SEED)), b[GROUP]))
             trainer = ClientTrainer(LearningOptimizer(optimizer, hparams))
             out, _, _, _ = client_round(trainer, learning_step_model(model), program,
                                         tf.nest.flatten(initial.trainable), [batches],
@@ -347,8 +361,7 @@ def build_client_work(model_fn, optimizer, plan: GroupDPPlan, data_spec, weights
                 delta = tf.nest.pack_sequence_as(weights.trainable,
                                                  [tf.identity(d) for d in out])
                 one_hot = tf.one_hot(tf.gather(to_aggregation, group), num_aggregation)
-            return collections.OrderedDict(update=delta, group=one_hot,
-                                           seed=dpmath.secret_seed(),
+            return collections.OrderedDict(update=delta, group=one_hot, seed=seed,
                                            slot=tf.constant(-1, tf.int32))
 
         tagged = train(hparams, initial, data)
@@ -394,8 +407,8 @@ def build_group_aggregator(factory, tagged_type, update_type):
         inner = factory.create(update_type)
 
         @tff.tensorflow.computation(tagged_type)
-        def untag(value):
-            return value.update
+        def untag(value):           # an OrderedDict here: value.update is dict's method
+            return value["update"]
 
     restore = restore_container(update_type, inner.next.type_signature.result.result.member)
 
@@ -463,13 +476,29 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
     server_optimizer = _optimizer("server_optimizer_fn", server_optimizer_fn) \
         if server_optimizer_fn is not None else tff.learning.optimizers.build_sgdm(1.0)
     factory = plan.aggregation_factory(noise_seed, record_aggregation_factory)
-    data_spec, weights_type = _check_model(model_fn)
+    return compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, factory,
+                                    plan.plan.aggregation_groups,
+                                    plan.plan.num_aggregation_groups)
+
+
+def compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, factory,
+                             to_aggregation: Sequence[int], num_aggregation: int,
+                             seeds_from_data: bool = False):
+    """The ``LearningProcess`` of :func:`build_group_dp_fed_avg` from its parts, checked
+    there: a ``tff.learning`` ``model_fn``, TFF optimizers, a built aggregation factory, the
+    aggregation group of each privacy group (``to_aggregation``, of ``num_aggregation``).
+    ``seeds_from_data``: every element also carries the client's noise seed (``seed``,
+    int32[2]) instead of the client drawing it from the operating system: what the TFF
+    backend runs, a reproducible simulation whose guarantees against the server hold only
+    while the seeds are secret."""
+    data_spec, weights_type = _check_model(model_fn, seeds_from_data)
 
     @tff.tensorflow.computation
     def initial_model_weights():
         return tff.learning.models.ModelWeights.from_model(model_fn())
 
-    client_work = build_client_work(model_fn, client_optimizer, plan, data_spec, weights_type)
+    client_work = build_client_work(model_fn, client_optimizer, to_aggregation,
+                                    num_aggregation, data_spec, weights_type)
     tagged_type = client_work.next.type_signature.result.result.member.update
     aggregator = build_group_aggregator(factory, tagged_type, weights_type.trainable)
     return tff.learning.templates.compose_learning_process(
@@ -477,6 +506,6 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
         client_work, aggregator, build_finalizer(server_optimizer, weights_type))
 
 
-__all__ = ["GROUP", "with_group", "whole_model_program", "client_round", "record_type",
+__all__ = ["GROUP", "SEED", "with_group", "compose_group_dp_fed_avg", "whole_model_program", "client_round", "record_type",
            "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
            "build_group_aggregator", "build_finalizer"]
