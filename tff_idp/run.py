@@ -259,7 +259,7 @@ def _main(argv, stop) -> int:
                      if v is not None]
             if args.output_dir is not None:
                 extra.append(f"output_dir={_toml_string(args.output_dir)}")
-            from . import config, experiment_config
+            from . import experiment_config
             cfg = experiment_config.load(args.config, args.overrides + extra)
             cfg = changed_run_name(cfg, args.overrides + extra)
             seeds = single_config_seeds(args.seeds)

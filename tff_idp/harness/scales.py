@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import ConfigError
-
 from ..experiment_config import ExperimentConfig
 from ..data.synthetic import PREFIX as SYNTHETIC, SHAPES as SYNTHETIC_SHAPES
 
