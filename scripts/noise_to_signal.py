@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from tff_idp.runtime import quiet_tf_logs
     quiet_tf_logs()
     from tff_idp import models
-    from tff_idp.engine.experiment import plan_all
+    from tff_idp.planning import plan_all
     from tff_idp.harness.table import expand, load_table, only_datasets
     spec = only_datasets(load_table(args.table), args.only)
     print("| data set | method | sigma_m^2 | noise norm a round | largest update norm | ratio |")

@@ -1,9 +1,10 @@
-"""The range a numeric config key must lie in, declared once by the module that acts on the key
-(``tff_idp.config.RANGES`` gathers them) and checked by one function, so that a key's rule
-and its one-line message live beside the code that reads it.
+"""The range a numeric config key must lie in, declared once by the module that acts on the
+key (the core's in ``tff_idp.config.RANGES``, a method's in its ``config_keys``) and checked by
+one function, so that a key's rule and its one-line message live beside the code that reads
+it.
 
 No TensorFlow, nothing of the package but the error type: a method module declares its keys'
-ranges here and the config imports them without loading a model.
+ranges without loading a model.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Everything a run needs before any training: data, clients, groups, method plans, and the
-privacy ledger's check of every plan. No TensorFlow is imported here, so a config that would
-overspend a budget is refused in well under a second."""
+privacy ledger's check of every plan (``tff_idp.planning``). No TensorFlow is imported here,
+so a config that would overspend a budget is refused in well under a second."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,12 +12,11 @@ import numpy as np
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import INPUT_NORMALIZATIONS, ConfigError
 from ..experiment_config import ExperimentConfig
-from ..data import (ArrayData, DataStore, DataUnavailableError, assign_groups,
-                    classes_per_client, dealt_classes, dirichlet_label_skew,
+from ..data import (ArrayData, DataStore, DataUnavailableError, classes_per_client, dealt_classes, dirichlet_label_skew,
                     dirichlet_per_client, iid_partition, label_shards, load, pachinko,
                     validation_split)
-from ..methods import METHODS
-from ..privacy import BudgetExceededError, PrivacyLedger
+from ..planning import new_ledger, plan_all
+from ..privacy import PrivacyLedger
 from .memory import check_canaries_fit, check_fits
 
 
@@ -40,26 +39,6 @@ class Experiment:
 
     def new_ledger(self, plan: MethodPlan) -> PrivacyLedger:
         return new_ledger(self.cfg, self.client_groups, self.setting, plan)
-
-
-def new_ledger(cfg: ExperimentConfig, groups: np.ndarray, setting: PrivacySetting,
-               plan: MethodPlan) -> PrivacyLedger:
-    """The ledger of one method's run: every client's budget, its group, and how the plan's
-    releases are accounted (observed per-client rows for PFA's per-row accounting)."""
-    return PrivacyLedger(budgets=np.asarray(cfg.budgets)[groups], groups=groups,
-                         delta=setting.delta, accountant=cfg.accountant,
-                         sampling=cfg.sampling, group_sizes=list(setting.group_sizes),
-                         observed_groups=tuple(plan.observed_groups),
-                         server_accountant=cfg.server_accountant)
-
-
-def plan_method(cfg: ExperimentConfig, method: str, setting: PrivacySetting) -> MethodPlan:
-    """The method's plan (its plug-in reads the config keys it uses), or a one-line
-    ConfigError when the setting admits none."""
-    try:
-        return METHODS[method].plan(cfg, setting)
-    except ValueError as e:
-        raise ConfigError(f"methods={method!r}: cannot plan it ({e})") from e
 
 
 PARTITION_VERSION = 1   # bump when a partitioner changes: stored partitions are keyed by it
@@ -210,48 +189,3 @@ def model_builder(cfg: ExperimentConfig, data) -> Callable:
 def model_parameters(cfg: ExperimentConfig, data) -> int:
     """The config's model's parameter count (builds it once: seconds for a ResNet)."""
     return int(model_builder(cfg, data)().count_params())
-
-
-def privacy_setting(cfg: ExperimentConfig, group_sizes) -> PrivacySetting:
-    """The privacy setting the methods plan for: ``cfg``'s budgets, delta, rounds, rate,
-    clip, accountant and sampling, with ``group_sizes`` clients per privacy group."""
-    return PrivacySetting(budgets=list(cfg.budgets), group_sizes=list(group_sizes),
-                          delta=cfg.resolved_delta, rounds=cfg.rounds,
-                          expected_rate=cfg.expected_rate, clip=cfg.clip,
-                          accountant=cfg.accountant, tolerance=cfg.calibration_tolerance,
-                          sampling=cfg.sampling, group_weighting=cfg.group_weighting)
-
-
-def checked_plan(cfg: ExperimentConfig, method: str, setting: PrivacySetting,
-                 groups: np.ndarray, key: str = "methods") -> MethodPlan:
-    """``method``'s plan, refused (one line naming ``key``) when the ledger finds that its
-    ``cfg.rounds`` rounds overspend any client's budget (``groups``: each client's group)."""
-    plan = plan_method(cfg, method, setting)
-    if plan.private and METHODS[method].checks_budgets:
-        try:
-            new_ledger(cfg, groups, setting, plan).check_plan(
-                [plan.round_mechanisms()] * cfg.rounds)
-        except BudgetExceededError as e:
-            raise ConfigError(f"{key}={method!r}: {e}") from e
-    return plan
-
-
-def plan_all(cfg: ExperimentConfig):
-    """Groups, the privacy setting and every method's plan, each checked against the
-    budgets by the ledger: (client groups, setting, {method: plan}). Needs no data."""
-    groups = assign_groups(cfg.num_clients, cfg.group_ratios, cfg.seed)
-    sizes = [int(np.sum(groups == g)) for g in range(len(cfg.budgets))]
-    if min(sizes) == 0:
-        raise ConfigError(f"group_ratios={cfg.group_ratios}: a group has no client among "
-                          f"num_clients={cfg.num_clients}")
-    setting = privacy_setting(cfg, sizes)
-    plans = {method: checked_plan(cfg, method, setting, groups) for method in cfg.methods}
-    return groups, setting, plans
-
-
-def plan_summary(plan: MethodPlan, setting: PrivacySetting) -> dict:
-    """Rates, sigma^2, keep fractions and what the method adds (e.g. the noise magnitude
-    Lambda of ``gdpfed.noise_magnitude``)."""
-    out = {"rates": plan.rates, "noise_multipliers_sq": plan.noise_multipliers_sq,
-           "keep_fractions": plan.keep_fractions}
-    return out | METHODS[plan.method].plan_summary(plan, setting)

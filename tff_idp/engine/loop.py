@@ -42,7 +42,8 @@ from .checkpoint import load_checkpoint, save_checkpoint, write_heartbeat
 from .client_data import input_dtype, phase_examples
 from .evaluation import (ClientExamples, PersonalEvaluation, ReadoutFineTune, client_test_sets,
                          evaluate)
-from .experiment import Experiment, model_builder, plan_summary
+from ..planning import plan_summary
+from .experiment import Experiment, model_builder
 from .fingerprint import method_key, run_fingerprint
 from .memory import peak_rss_bytes, reset_peak_rss
 from .personal_state import PersonalStore

@@ -412,7 +412,7 @@ def load_table(path: str) -> TableSpec:
 
 def check_cell_types(spec: TableSpec) -> None:
     """Every config value of the table typed, finite and in range before the scale reads it
-    (:func:`tff_idp.config.check_values`): [base], each [datasets.X] block and axis value,
+    (:func:`tff_idp.experiment_config.check_values`): [base], each [datasets.X] block and axis value,
     then every cell, each error one line naming where the key is."""
     blocks = [("base", spec.base)] + [(f"datasets.{ds}", b) for ds, b in spec.datasets.items()]
     if spec.axis is not None and spec.axis.key == "*":

@@ -5,7 +5,7 @@ rounds=50, expected_rate=0.1, clip=1.0)`` returns a :class:`GroupDPPlan`: per pr
 the sampling rate q_m, the noise multiplier sigma_m calibrated so that T rounds spend at most
 epsilon_m (GDPFed, papers 000/003, Alg. 1 and Sec. IV; IDP-FedAvg's SAMPLE / SCALE, paper
 004), the clip, Top_k keep fractions and group weights. It is the suite's own planner
-(``tff_idp.algorithms.plan``) on a :class:`~tff_idp.config.ExperimentConfig` holding the
+(``tff_idp.algorithms.plan``) on a :class:`~tff_idp.experiment_config.ExperimentConfig` holding the
 keys these methods read, and the plan is refused, as a run's is, when the privacy ledger
 finds a group over its budget: the numbers a ``python -m tff_idp.run`` of the same settings
 uses. No TensorFlow is imported here.
@@ -26,19 +26,22 @@ import numpy as np
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import ConfigError
-from ..experiment_config import ExperimentConfig, from_mapping
+from ..experiment_config import ExperimentConfig, from_mapping, validate
 from ..errors import shown
 from ..methods import METHODS
+from ..planning import checked_plan, new_ledger, privacy_setting
 
 # methods whose round is FedAvg's client work and one aggregation factory on the model change
 # (each says so: ``Method.fedavg_round``; the others have their own client programs: split
 # models, personal parts, fine-tuned read-outs)
 FEDAVG_FAMILY = tuple(name for name, m in METHODS.items() if m.fedavg_round)
 # the config keys a plan may take besides the budgets (what these methods' planners and
-# factories read)
+# factories read): the core keys they share, then the keys each of them owns
+# (``Method.config_keys``, e.g. IDP-FedAvg's adaptive_clipping, PFA's pfa_*)
 SETTINGS = ("accountant", "calibration_tolerance", "sampling", "group_weighting", "rates",
-            "noise_multipliers", "keep_fractions", "local_lr", "local_steps", "noise_draw",
-            "adaptive_clipping", "pfa_accounting", "pfa_public_noise", "pfa_projection")
+            "noise_multipliers", "keep_fractions", "local_lr", "local_steps", "noise_draw") + \
+    tuple(dict.fromkeys(key.name for name in FEDAVG_FAMILY
+                        for key in METHODS[name].config_keys))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +85,6 @@ class GroupDPPlan:
             [self.plan.round_mechanisms()] * self.setting.rounds).items()}
 
     def _ledger(self):
-        from ..engine.experiment import new_ledger
         return new_ledger(self.config, _client_groups(self.setting.group_sizes), self.setting,
                           self.plan)
 
@@ -120,8 +122,6 @@ def plan_from_budgets(method: str, budgets: Sequence[float], group_sizes: Sequen
         raise ConfigError(f"group_sizes={sizes!r}: needs one entry per budget "
                           f"({len(budgets)})")
     n = int(sum(sizes))
-    from ..experiment_config import validate
-    from ..engine.experiment import checked_plan, privacy_setting
     cfg = validate(from_mapping({
         "methods": [method], "budgets": list(budgets), "num_clients": n,
         "group_ratios": [s / n for s in sizes], "rounds": rounds,

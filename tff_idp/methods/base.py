@@ -100,7 +100,7 @@ class Method:
 
     def config_errors(self, cfg) -> Iterator[Tuple[str, object, str]]:
         """(key, value, why) for each setting this method cannot run with; the config check
-        (``tff_idp.config.validate``) reports the first as a one-line error."""
+        (``tff_idp.experiment_config.validate``) reports the first as a one-line error."""
         split = self.split_spec(cfg)
         if self.needs_personal and split == "none":
             yield "personal", cfg.personal, f"{self.name} keeps a personal part; name one"

@@ -214,7 +214,7 @@ def markdown(head, body) -> str:
 def noise_table(spec: TableSpec):
     """sigma per group and Lambda of every (data set, method), at the paper's settings."""
     from ..experiment_config import from_mapping, validate
-    from ..engine.experiment import plan_all, plan_summary
+    from ..planning import plan_all, plan_summary
     head = ["Method"] + list(spec.datasets)
     body, rows_csv = [], []
     results = {}
