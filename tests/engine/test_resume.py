@@ -116,6 +116,23 @@ def test_a_checkpoint_of_another_config_is_set_aside(tmp_path, capfd):
     assert run_fingerprint(c, "p_fedavg") == run_fingerprint(d, "p_fedavg")
 
 
+def test_a_checkpoint_whose_backend_state_does_not_fit_starts_over(tmp_path, capfd):
+    """A checkpoint of the same config whose backend state has other arrays (made by another
+    process, e.g. the TFF backend's iterative process before FedAvg rounds ran the library's
+    LearningProcess) is not half-restored: the run says so and starts over."""
+    from tff_idp.engine.checkpoint import load_checkpoint, save_checkpoint
+    from tff_idp.engine.fingerprint import run_fingerprint
+    from tff_idp.engine.loop import run_method
+    exp, folder, rows = _checkpoint(tmp_path)
+    fingerprint = run_fingerprint(exp.cfg, "p_fedavg")
+    saved = load_checkpoint(folder, fingerprint)
+    save_checkpoint(folder, fingerprint, dict(saved, backend=list(saved["backend"])[:-1]))
+    again, summary, _ = run_method(exp, "p_fedavg", progress=False, checkpoint_dir=folder)
+    assert "does not fit this run" in capfd.readouterr().err
+    assert summary.resumed_from_round is None
+    assert [r["test_accuracy"] for r in again] == [r["test_accuracy"] for r in rows]
+
+
 @pytest.mark.parametrize("damage,line", [
     (lambda b: b[: len(b) // 2], "checkpoint unreadable"),                 # truncated
     (lambda b: b"", "checkpoint unreadable"),                             # empty

@@ -51,6 +51,15 @@ def _agg_metric(agg, key):
     return np.nan
 
 
+def check_fits(current, saved) -> None:
+    """ValueError unless a checkpoint's backend state ``saved`` has the arrays, by count and
+    shape, of this runner's ``current`` snapshot (one made by another process, e.g. the TFF
+    backend's iterative process before a FedAvg round ran the library's, does not)."""
+    if [np.shape(x) for x in saved] != [np.shape(x) for x in current]:
+        raise ValueError(f"the checkpoint's backend state ({len(saved)} arrays) does not fit "
+                         f"this run's ({len(current)})")
+
+
 def empty_rounds_noised(factory) -> bool:
     """Whether a round with no client goes through the aggregator (its noise released):
     ours say so (``noise_in_empty_rounds``; a local-DP aggregator keeps the model), TFF's
@@ -118,6 +127,7 @@ class TFFBackend:
         return [np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
+        check_fits(self.snapshot(), flat)
         self.state = tf.nest.pack_sequence_as(self.state, list(flat))
 
     def datasets(self, batches):
@@ -237,6 +247,7 @@ class FastBackend:
             np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
+        check_fits(self.snapshot(), flat)
         k = len(self._weights)
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])

@@ -199,7 +199,12 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
               "checkpoint)", file=sys.stderr)
         resumed = None
     if resumed is not None:
-        state.restore(resumed)
+        try:
+            state.restore(resumed)      # each part checks the saved arrays fit before taking
+        except ValueError as e:         # them: a misfit leaves the fresh state as it was
+            print(f"{method}: the checkpoint in {checkpoint_dir} does not fit this run ({e}); "
+                  "starting over", file=sys.stderr)
+            resumed = None
     start = state.rounds_done
     state.segments = SegmentLog(cfg.device, state.rows,
                                 None if resumed is None else resumed["segments"])

@@ -44,9 +44,16 @@ class RunState:
 
     def restore(self, saved: dict) -> None:
         """The state of ``saved`` (a :meth:`snapshot`, as ``checkpoint.load_checkpoint``
-        reads it back); its segments are the caller's (``SegmentLog``)."""
-        self.runner.restore(saved["backend"])
-        self.store.restore(saved["personal"])
+        reads it back); its segments are the caller's (``SegmentLog``). A backend or personal
+        state that does not fit this run (ValueError) leaves this state as it was."""
+        before = self.runner.snapshot(), self.store.snapshot()
+        try:
+            self.runner.restore(saved["backend"])
+            self.store.restore(saved["personal"])
+        except ValueError:
+            self.runner.restore(before[0])
+            self.store.restore(before[1])
+            raise
         self.rng.bit_generator.state = saved["rng"]
         self.ledger.restore(saved)
         self.rows = list(saved["rows"])
