@@ -107,8 +107,9 @@ def test_fast_backend_matches_tff_backend_noise_on(method, extra):
 
 @pytest.mark.parametrize("method,extra,library", [
     ("dp_fedavg", (), True), ("gdpfed_plus", (), True), ("idp_fedavg", (), True),
+    ("idp_fedavg", ('client_optimizer="adam"',), True),      # the suite's Adam as TFF's
     ("pfa", (), False),                              # public rows need a slot per client
-    ("idp_fedavg", ('client_optimizer="adam"',), False),     # our Adam, not TFF's
+    ("dp_fedavg", ("simulation_diagnostics=true",), False),  # an un-noised train loss
     ("fedrep", (), False),                           # a personal part comes back to clients
 ])
 def test_the_tff_backend_runs_the_librarys_process_for_fedavg_rounds(method, extra, library):

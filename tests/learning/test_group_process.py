@@ -2,8 +2,9 @@
 one client step): GDPFed+ with 3 privacy groups as a tff.learning LearningProcess matches the
 suite's own TFF process (tff_idp.learning.process.build_group_dp_process, what the TFF
 backend runs) on the same data, initial weights and server-drawn noise to 1e-5 over 3 rounds,
-with plain SGD and momentum, GDPFed's learning rate decay set through the process's
-hparams; the group rides in the data; bad groups and
+with TFF's SGD with and without momentum and the suite's Adam and momentum with weight
+decay as TFF optimizers (``learning.client_optimizer``), GDPFed's learning rate decay set
+through the process's hparams; the group rides in the data; bad groups and
 bad arguments are one clear error."""
 import collections
 
@@ -51,13 +52,17 @@ def _cohort(rnd):
 
 
 # the library's TFF optimizer and the suite's client optimizer of the same steps: both take
-# ClientTrainer.step. Not Adam: TFF's adds epsilon to the uncorrected sqrt(v) (Keras'
-# "epsilon hat"), ours to the bias-corrected one (Kingma & Ba Alg. 1), which differ where a
-# gradient is below about 1e-5 (up to 8e-4 in these weights after 3 rounds)
+# ClientTrainer.step. TFF's own Adam is not among them: it adds epsilon to the uncorrected
+# sqrt(v) (Keras' "epsilon hat"), ours to the bias-corrected one (Kingma & Ba Alg. 1), which
+# differ where a gradient is below about 1e-5 (up to 8e-4 in these weights after 3 rounds);
+# the suite's Adam and weight decay as a TFF optimizer (learning.client_optimizer) are
 OPTIMIZERS = {
     "sgd": (lambda: tff.learning.optimizers.build_sgdm(LR), dict()),
     "momentum": (lambda: tff.learning.optimizers.build_sgdm(LR, momentum=0.5),
                  dict(momentum=0.5)),
+    "suite-adam": (lambda: learning.client_optimizer("adam", LR), dict(optimizer="adam")),
+    "suite-momentum-decay": (lambda: learning.client_optimizer("sgd", LR, 0.9, 0.01),
+                             dict(momentum=0.9, weight_decay=0.01)),
 }
 
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
+from ..learning.optimizer import client_optimizer
 from ..learning.process import (GROUP, SEED, build_group_dp_process,
                                 compose_group_dp_fed_avg)
 from .cohort_model import CohortModel
@@ -67,13 +68,13 @@ def empty_rounds_noised(factory) -> bool:
     return getattr(factory, "noise_in_empty_rounds", True)
 
 
-def runs_library_process(cfg, plan, program, diagnostics) -> bool:
+def runs_library_process(plan, program, diagnostics) -> bool:
     """Whether the TFF backend runs the library's ``LearningProcess`` for this method: its
-    round is FedAvg's (``ClientProgram.whole_model_fedavg``), its clients take SGD with
-    momentum (TFF's ``build_sgdm``) without weight decay, no un-noised train loss is asked
-    for (the library sends none) and no public client needs a row slot (PFA)."""
-    return (program.whole_model_fedavg and cfg.client_optimizer == "sgd"
-            and not cfg.weight_decay and "train_loss" not in diagnostics
+    round is FedAvg's (``ClientProgram.whole_model_fedavg``), no un-noised train loss is
+    asked for (the library's clients send none) and no public client needs a row slot
+    (PFA). Its clients step with the suite's own optimizer
+    (``learning.optimizer.SuiteOptimizer``: SGD with momentum or Adam, weight decay)."""
+    return (program.whole_model_fedavg and "train_loss" not in diagnostics
             and plan.public_group is None)
 
 
@@ -98,14 +99,15 @@ class TFFBackend:
         self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
         self.training = LocalTraining.of_config(cfg)
-        self.library = runs_library_process(cfg, plan, program, self.diagnostics)
+        self.library = runs_library_process(plan, program, self.diagnostics)
         if self.library:    # the library's LearningProcess, the clients' seeds in their data
-            sgd = tff.learning.optimizers.build_sgdm
             m = plan.num_aggregation_groups
             self.process = compose_group_dp_fed_avg(
                 learning_model_fn(model_fn, element_spec),
-                sgd(cfg.local_lr, momentum=cfg.momentum or None), sgd(cfg.server_lr), factory,
-                list(range(m)), m, seeds_from_data=True)
+                client_optimizer(cfg.client_optimizer, cfg.local_lr, cfg.momentum,
+                                 cfg.weight_decay),
+                tff.learning.optimizers.build_sgdm(cfg.server_lr), factory, list(range(m)), m,
+                seeds_from_data=True)
             self.state = self.process.set_model_weights(
                 self.process.initialize(), tff.learning.models.ModelWeights(list(w0), []))
         else:
