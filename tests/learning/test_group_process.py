@@ -196,3 +196,15 @@ def test_sample_cohort_samples_each_group_at_its_rate():
     for _ in range(50):
         counts += np.bincount(groups[learning.sample_cohort(rng, groups, plan)], minlength=3)
     np.testing.assert_allclose(counts / (50 * 400), plan.rates, rtol=0.1)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("rmsprop",), "client_optimizer='rmsprop' is not 'sgd' or 'adam'"),
+    (("sgd", -0.1), "learning_rate=-0.1: must be in (0, 1000]"),
+    (("sgd", 0.1, 1.0), "momentum=1.0: must be in [0, 1)"),
+    (("adam", 0.1, 0.0, -1.0), "weight_decay=-1.0: must be in [0, 1000]"),
+])
+def test_the_suites_client_optimizer_refuses_bad_arguments_in_one_line(args, needle):
+    with pytest.raises(ValueError) as e:
+        learning.client_optimizer(*args)
+    assert str(e.value) == needle

@@ -13,10 +13,12 @@ step as the fast backend's do.
 from __future__ import annotations
 
 import collections
+import numbers
 
 import tensorflow as tf
 
 from ..algorithms.client_optimizer import ClientOptimizer
+from ..key_ranges import LEARNING_RATE, Range
 from ..runtime import import_tff
 
 tff = import_tff()
@@ -28,6 +30,12 @@ class SuiteOptimizer(tff.learning.optimizers.Optimizer):
 
     def __init__(self, learning_rate: float, name: str = "sgd", momentum: float = 0.0,
                  weight_decay: float = 0.0):
+        for arg, value, rng in (("learning_rate", learning_rate, LEARNING_RATE),
+                                ("momentum", momentum, Range(0, 1, high_open=True)),
+                                ("weight_decay", weight_decay, Range(0, 1e3))):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                    not rng.holds(value):
+                raise ValueError(f"{arg}={value!r}: {rng.rule()}")
         self._steps = ClientOptimizer(name, momentum)      # refuses an unknown name
         self._lr, self._wd = float(learning_rate), float(weight_decay)
 
