@@ -52,7 +52,7 @@ def _agg_metric(agg, key):
     return np.nan
 
 
-def check_fits(current, saved) -> None:
+def check_saved_arrays(current, saved) -> None:
     """ValueError unless a checkpoint's backend state ``saved`` has the arrays, by count and
     shape, of this runner's ``current`` snapshot (one made by another process, e.g. the TFF
     backend's iterative process before a FedAvg round ran the library's, does not)."""
@@ -129,7 +129,7 @@ class TFFBackend:
         return [np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
-        check_fits(self.snapshot(), flat)
+        check_saved_arrays(self.snapshot(), flat)
         self.state = tf.nest.pack_sequence_as(self.state, list(flat))
 
     def datasets(self, batches):
@@ -249,7 +249,7 @@ class FastBackend:
             np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
-        check_fits(self.snapshot(), flat)
+        check_saved_arrays(self.snapshot(), flat)
         k = len(self._weights)
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])

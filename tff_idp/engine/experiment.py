@@ -12,9 +12,9 @@ import numpy as np
 from ..algorithms.plan import MethodPlan, PrivacySetting
 from ..config import INPUT_NORMALIZATIONS, ConfigError
 from ..experiment_config import ExperimentConfig
-from ..data import (ArrayData, DataStore, DataUnavailableError, classes_per_client, dealt_classes, dirichlet_label_skew,
-                    dirichlet_per_client, iid_partition, label_shards, load, pachinko,
-                    validation_split)
+from ..data import (ArrayData, DataStore, DataUnavailableError, classes_per_client,
+                    dealt_classes, dirichlet_label_skew, dirichlet_per_client, iid_partition,
+                    label_shards, load, pachinko, validation_split)
 from ..planning import new_ledger, plan_all
 from ..privacy import PrivacyLedger
 from .memory import check_canaries_fit, check_fits
