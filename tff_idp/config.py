@@ -6,6 +6,7 @@ turns it into exit status 2 before any work starts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import tomllib
@@ -426,7 +427,7 @@ class Schema:
                    {**LIMITS, **{k.name: k.limit for k in keys if k.limit}},
                    {k.name: k.note for k in keys if k.note}, methods, broken)
 
-    @property
+    @functools.cached_property
     def keys(self) -> Dict[str, dataclasses.Field]:
         """Every key (its dataclass field), core first."""
         return {f.name: f for f in dataclasses.fields(self.config_class)}
@@ -486,7 +487,6 @@ class Schema:
         for key in values:
             self._check_key(cfg, key)
 
-
     def from_mapping(self, values: dict, base=None):
         """A config of ``values`` (TOML's flat keys; ``method`` the one-method shorthand) over
         ``base`` (default: every key's default), each value type-checked; not yet validated."""
@@ -499,7 +499,6 @@ class Schema:
                 self._unknown_key(key, value)
             setattr(cfg, key, _coerce(keys[key], value))
         return cfg
-
 
     def _unknown_key(self, key: str, value) -> None:
         _fail(key, value, "unknown key" + did_you_mean(key, self.keys) +
@@ -515,7 +514,6 @@ class Schema:
         for item in overrides or []:
             cfg = self.from_mapping(dict([self.parse_override(item)]), cfg)
         return self.validate(cfg)
-
 
     def parse_override(self, item: str):
         """(key, value) of one ``--set key=value`` (the value in TOML syntax; a bare word is a

@@ -94,8 +94,6 @@ class LearningOptimizer:
         specs = tuple(tf.TensorSpec(p.shape, p.dtype) for p in params)
         return self.optimizer.set_hparams(self.optimizer.initialize(specs), self.hparams)
 
-    def apply(self, grads, slots, count, lr, params=None):
-        if params is None:
-            raise ValueError("params: a tff.learning optimizer steps from the weights")
+    def apply(self, grads, slots, count, lr, params):
         state, new = self.optimizer.next(slots, tuple(params), tuple(grads))
         return [p - n for p, n in zip(params, new)], state

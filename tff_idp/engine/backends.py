@@ -52,15 +52,6 @@ def _agg_metric(agg, key):
     return np.nan
 
 
-def check_saved_arrays(current, saved) -> None:
-    """ValueError unless a checkpoint's backend state ``saved`` has the arrays, by count and
-    shape, of this runner's ``current`` snapshot (one made by another process, e.g. the TFF
-    backend's iterative process before a FedAvg round ran the library's, does not)."""
-    if [np.shape(x) for x in saved] != [np.shape(x) for x in current]:
-        raise ValueError(f"the checkpoint's backend state ({len(saved)} arrays) does not fit "
-                         f"this run's ({len(current)})")
-
-
 def empty_rounds_noised(factory) -> bool:
     """Whether a round with no client goes through the aggregator (its noise released):
     ours say so (``noise_in_empty_rounds``; a local-DP aggregator keeps the model), TFF's
@@ -129,7 +120,6 @@ class TFFBackend:
         return [np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
-        check_saved_arrays(self.snapshot(), flat)
         self.state = tf.nest.pack_sequence_as(self.state, list(flat))
 
     def datasets(self, batches):
@@ -138,23 +128,28 @@ class TFFBackend:
         one dataset per client with one phase, a list of them with several. A phase on
         features computed once gets its examples in training order (``expand``): the TFF
         client runs the full forward pass, the same steps."""
-        per_phase = [[tf.data.Dataset.from_tensor_slices(tuple(expand(e))).batch(
-            self.batch_size, drop_remainder=not phase.epochs) for e in examples]
-            for phase, examples in zip(self.program.phases, batches)]
+        per_phase = [[self._batched(tuple(expand(e)), phase) for e in examples]
+                     for phase, examples in zip(self.program.phases, batches)]
         return per_phase[0] if len(per_phase) == 1 else [list(c) for c in zip(*per_phase)]
 
     def tagged_datasets(self, batches, infos):
         """The library process's client data: each client's batches (one phase) with its
         aggregation group and noise seed in every element (``learning.process``)."""
-        phase, out = self.program.phases[0], []
+        out = []
         for examples, info in zip(batches[0], infos):
             x, y = tuple(expand(examples))
             n = len(x)
-            out.append(tf.data.Dataset.from_tensor_slices(collections.OrderedDict(
+            out.append(self._batched(collections.OrderedDict(
                 x=x, y=y, **{GROUP: np.full(n, int(np.argmax(info["group"])), np.int32),
-                             SEED: np.tile(np.asarray(info["seed"], np.int32), (n, 1))})
-            ).batch(self.batch_size, drop_remainder=not phase.epochs))
+                             SEED: np.tile(np.asarray(info["seed"], np.int32), (n, 1))}),
+                self.program.phases[0]))
         return out
+
+    def _batched(self, elements, phase):
+        """A client's examples of ``phase`` as ``batch_size`` batches: full ones (a phase of
+        steps is given exactly that many examples) or, in a phase of epochs, a short last."""
+        return tf.data.Dataset.from_tensor_slices(elements).batch(
+            self.batch_size, drop_remainder=not phase.epochs)
 
     def _library_step(self, batches, infos, rnd):
         """A round of the library's process at the round's learning rate (its client
@@ -249,7 +244,6 @@ class FastBackend:
             np.asarray(x) for x in tf.nest.flatten(self.state)]
 
     def restore(self, flat):
-        check_saved_arrays(self.snapshot(), flat)
         k = len(self._weights)
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])

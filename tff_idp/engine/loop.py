@@ -200,8 +200,8 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         resumed = None
     if resumed is not None:
         try:
-            state.restore(resumed)      # each part checks the saved arrays fit before taking
-        except ValueError as e:         # them: a misfit leaves the fresh state as it was
+            state.restore(resumed)      # saved arrays that do not fit: refused before any
+        except ValueError as e:         # is taken, so the fresh state is as it was
             print(f"{method}: the checkpoint in {checkpoint_dir} does not fit this run ({e}); "
                   "starting over", file=sys.stderr)
             resumed = None

@@ -16,6 +16,12 @@ from typing import List, Sequence
 import numpy as np
 
 
+def same_shapes(saved: Sequence, current: Sequence) -> bool:
+    """Whether a checkpoint's arrays ``saved`` have, one by one, the shapes of ``current``
+    (the state they would replace)."""
+    return [np.shape(x) for x in saved] == [np.shape(x) for x in current]
+
+
 class PersonalStore:
     def __init__(self, initial_weights: Sequence[np.ndarray], split, num_clients: int):
         self.tensors = split.personal_tensors
@@ -47,6 +53,6 @@ class PersonalStore:
         return [v.copy() for v in self.values]
 
     def restore(self, values: Sequence[np.ndarray]) -> None:
-        if [np.shape(v) for v in values] != [v.shape for v in self.values]:
+        if not same_shapes(values, self.values):
             raise ValueError("the checkpoint's personal state does not fit this run")
         self.values = [np.array(v, np.float32) for v in values]

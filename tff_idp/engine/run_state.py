@@ -14,7 +14,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..privacy.ledger import PrivacyLedger
-from .personal_state import PersonalStore
+from .personal_state import PersonalStore, same_shapes
 from .segments import SegmentLog
 
 
@@ -45,15 +45,14 @@ class RunState:
     def restore(self, saved: dict) -> None:
         """The state of ``saved`` (a :meth:`snapshot`, as ``checkpoint.load_checkpoint``
         reads it back); its segments are the caller's (``SegmentLog``). A backend or personal
-        state that does not fit this run (ValueError) leaves this state as it was."""
-        before = self.runner.snapshot(), self.store.snapshot()
-        try:
-            self.runner.restore(saved["backend"])
-            self.store.restore(saved["personal"])
-        except ValueError:
-            self.runner.restore(before[0])
-            self.store.restore(before[1])
-            raise
+        state that does not fit this run (another process's arrays) is a ValueError raised
+        before anything is taken."""
+        backend = self.runner.snapshot()
+        if not same_shapes(saved["backend"], backend):
+            raise ValueError(f"the checkpoint's backend state ({len(saved['backend'])} arrays) "
+                             f"does not fit this run's ({len(backend)})")
+        self.store.restore(saved["personal"])          # checks its own shapes first
+        self.runner.restore(saved["backend"])
         self.rng.bit_generator.state = saved["rng"]
         self.ledger.restore(saved)
         self.rows = list(saved["rows"])

@@ -119,6 +119,14 @@ def record_type(update_type, num_groups: int, sparse: bool = False):
     return tff.StructType(fields + ([("support", update_type)] if sparse else []))
 
 
+def record(update, group, seed, slot, support=None) -> collections.OrderedDict:
+    """A client's :func:`record_type` value (``support`` only with sparsified training)."""
+    value = collections.OrderedDict(update=update, group=group, seed=seed, slot=slot)
+    if support is not None:
+        value["support"] = support
+    return value
+
+
 def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            initial_weights: Sequence[np.ndarray],
                            aggregation_factory,
@@ -128,8 +136,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            program: Optional[ClientProgram] = None,
                            client_diagnostics: bool = False):
     """The suite's iterative process (what the TFF backend runs for a method whose round is
-    not FedAvg's: a personal part, phases, sparsified training, PFA's slots). One round (papers 000/003 Algorithm
-    1; Algorithm 2 when there is one group): broadcast theta^t -> every sampled client runs
+    not FedAvg's: a personal part, phases, sparsified training, PFA's slots). One round
+    (papers 000/003 Algorithm 1; Algorithm 2 when there is one group): broadcast theta^t -> every sampled client runs
     :func:`client_round` at the round's learning rate eta * decay^t -> the aggregation
     factory -> ``program.server_update`` (theta^{t+1} = theta^t + server_lr * aggregate).
 
@@ -212,12 +220,8 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
 
     @tff.tensorflow.computation(output_type, info_type)
     def pack(output, info):
-        value = collections.OrderedDict(
-            update=output[0] if sparse else output, group=info["group"], seed=info["seed"],
-            slot=info["slot"])
-        if sparse:
-            value["support"] = output[1]
-        return value
+        return record(output[0] if sparse else output, info["group"], info["seed"],
+                      info["slot"], output[1] if sparse else None)
 
     @tff.tensorflow.computation(weights_type, weights_type, np.int32)
     def server_apply(weights, update, round_num):
@@ -361,8 +365,7 @@ def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int,
                 delta = tf.nest.pack_sequence_as(weights.trainable,
                                                  [tf.identity(d) for d in out])
                 one_hot = tf.one_hot(tf.gather(to_aggregation, group), num_aggregation)
-            return collections.OrderedDict(update=delta, group=one_hot, seed=seed,
-                                           slot=tf.constant(-1, tf.int32))
+            return record(delta, one_hot, seed, tf.constant(-1, tf.int32))
 
         tagged = train(hparams, initial, data)
         return tff.learning.templates.ClientResult(update=tagged,
@@ -506,6 +509,7 @@ def compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, facto
         client_work, aggregator, build_finalizer(server_optimizer, weights_type))
 
 
-__all__ = ["GROUP", "SEED", "with_group", "compose_group_dp_fed_avg", "whole_model_program", "client_round", "record_type",
-           "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
+__all__ = ["GROUP", "SEED", "with_group", "compose_group_dp_fed_avg", "whole_model_program",
+           "client_round", "record_type",
+           "record", "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
            "build_group_aggregator", "build_finalizer"]

@@ -97,7 +97,7 @@ def _load_plugins() -> None:
                                           f"{str(e).splitlines()[0] if str(e) else ''}")
             continue
         METHODS[method.name] = method
-        CONFIG_KEYS.update(_own_keys([method]))
+        CONFIG_KEYS.update((key.name, key) for key in method.config_keys)   # checked above
 
 
 _load_plugins()
