@@ -204,6 +204,38 @@ def test_a_stop_is_not_lost_in_a_garbage_collector_callback():
     assert not ended and time.perf_counter() - start < 2 and gc.isenabled()
 
 
+def test_a_stop_during_an_import_waits_for_it_then_ends_the_block(tmp_path, monkeypatch):
+    """A stop raised inside an import is the importer's to handle: ml_dtypes' C module init
+    printed it as a traceback (CI, stop 83: ``slurm submit`` stopped 1 s in), a package's
+    ``except Exception`` swallows it and the block goes on. Here a package catches what its
+    slow import raises: the stop must wait for the import, then end the block at once, and
+    give SIGALRM back as it found it."""
+    from tff_idp.runtime import StopRequests, StoppedInStartUp
+    (tmp_path / "slow_part_of_a_package.py").write_text("import time\ntime.sleep(1.0)\n")
+    (tmp_path / "package_that_catches.py").write_text(
+        "CAUGHT = []\ntry:\n    import slow_part_of_a_package\n"
+        "except Exception as error:\n    CAUGHT.append(error)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("slow_part_of_a_package", "package_that_catches"):
+        monkeypatch.delitem(__import__("sys").modules, name, raising=False)
+    alarm = signal.getsignal(signal.SIGALRM)
+    went_on = []
+    with StopRequests() as stop:
+        timer = _sigterm_after(0.3)
+        start = time.perf_counter()
+        with pytest.raises(StoppedInStartUp):
+            with stop.immediately():
+                import package_that_catches
+                imported = time.perf_counter() - start
+                time.sleep(5)
+                went_on.append(True)
+        timer.cancel()
+    assert package_that_catches.CAUGHT == [] and imported >= 0.9
+    assert not went_on and time.perf_counter() - start < imported + 1
+    assert signal.getsignal(signal.SIGALRM) is alarm
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda t: t[:t.rindex(",", 0, len(t) - 5)], "cut short"),
     (lambda t: t.replace(",test_accuracy,", ",test_accuracy,extra,", 1), "extra fields"),

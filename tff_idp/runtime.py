@@ -63,6 +63,17 @@ def _drop_unraisable(unraisable) -> None:
     """``sys.unraisablehook`` once a stop is requested (:class:`StopRequests`)."""
 
 
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import: one of its callers is the import system's
+    (``<frozen importlib._bootstrap>``, present in the stack for every ``import``, also one
+    a C extension starts)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib."):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class StoppedInStartUp(Exception):
     """A stop request (Ctrl-C, SIGTERM) arrived while no checkpoint was at stake."""
 
@@ -73,8 +84,8 @@ class StopRequests:
     the round, writes a checkpoint and exits 130 / 143 with one line. A second signal stops
     at once (KeyboardInterrupt / SystemExit). Inside ``with stop.immediately():`` (start-up
     steps, reports: nothing to checkpoint) the first signal raises
-    :class:`StoppedInStartUp` at once, wherever the process is, also in a blocking read.
-    Only in the main thread (elsewhere a no-op)."""
+    :class:`StoppedInStartUp` at once, wherever the process is, also in a blocking read
+    (in an import: as soon as it ends). Only in the main thread (elsewhere a no-op)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
     _active = None               # the installed one: nested uses share it
@@ -83,6 +94,7 @@ class StopRequests:
         self._signum = None
         self._previous = {}
         self._immediate = 0
+        self._alarm = None           # (SIGALRM's handler, its timer) while a stop waits
 
     @property
     def signum(self):
@@ -105,16 +117,43 @@ class StopRequests:
                 raise KeyboardInterrupt
             raise SystemExit(128 + signum)
         self.signum = signum
-        if self._immediate:
+        self._stop_now(frame)
+
+    def _stop_now(self, frame):
+        """In an immediate block, raise the stop, unless a module is being imported: a stop
+        raised mid-import is caught or printed by the importer, often a C extension (seen:
+        ml_dtypes' module init prints the traceback with ``PyErr_Print``, breaking the
+        one-line stop), or swallowed by a package's ``except Exception``. Then the stop is
+        retried every 50 ms (SIGALRM) and raised as soon as no import is under way."""
+        if not self._immediate:
+            return
+        if not _importing(frame):
+            self._disarm()
             raise StoppedInStartUp
+        if self._alarm is None:
+            self._alarm = (signal.signal(signal.SIGALRM, self._retry),
+                           signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05))
+
+    def _retry(self, signum, frame):
+        self._stop_now(frame)
+
+    def _disarm(self):
+        """The retry timer off, SIGALRM's handler and timer given back as they were."""
+        if self._alarm is not None:
+            handler, (delay, interval) = self._alarm
+            self._alarm = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, handler)
+            if delay or interval:
+                signal.setitimer(signal.ITIMER_REAL, delay, interval)
 
     @contextlib.contextmanager
     def immediately(self):
         """A block with nothing to checkpoint: a stop request ends it at once (a request
         already pending, too). The cyclic garbage collector is paused in the block: a stop
         raised while a collector callback runs (jax registers one) is printed as "Exception
-        ignored" and lost, and the block would go on. Heavy imports belong before the block,
-        with flag-only stops: a package may catch an exception raised mid-import."""
+        ignored" and lost, and the block would go on. A stop during an import in the block
+        waits for the import to end (``_stop_now``)."""
         if self.signum is not None:
             raise StoppedInStartUp
         import gc
@@ -126,6 +165,8 @@ class StopRequests:
             yield self
         finally:
             self._immediate -= 1
+            if not self._immediate:
+                self._disarm()
             if collecting:
                 gc.enable()
 
@@ -140,6 +181,7 @@ class StopRequests:
         return self
 
     def __exit__(self, *exc):
+        self._disarm()
         for s, handler in self._previous.items():
             signal.signal(s, handler)
         if StopRequests._active is self:
