@@ -475,7 +475,8 @@ def _bench_method(args) -> int:
     results, modes = {}, {}
     for mode in ("cohort", "client-loop"):
         # the same backend, with the clients trained one after another in client-loop mode
-        runner, program, w0 = loop.make_runner(exp, args.method, "fast", mode=mode)
+        runner, spec, w0 = loop.make_runner(exp, args.method, "fast", mode=mode)
+        program = spec.program
         store = loop.PersonalStore(w0, program.split, cfg.num_clients)
         ids = list(range(cfg.num_clients))
         batches = [[client_data.phase_examples(exp, c, 0, ph, p) for c in ids]

@@ -78,6 +78,10 @@ def test_fast_backend_matches_tff_backend(method, noise, extra):
         assert clips[0] != pytest.approx(0.1) and len(set(clips)) == len(clips) == 2
     else:
         assert all(np.isnan(r["adaptive_clip"]) for r in tff_rows + fast_rows), clips
+    if method == "p_fedavg":          # a non-private run's clients' train loss, reported
+        losses = [r["train_loss"] for r in tff_rows]
+        assert np.all(np.isfinite(losses))
+        assert losses == pytest.approx([r["train_loss"] for r in fast_rows], rel=1e-5)
 
 
 @pytest.mark.parametrize("method,extra", [
@@ -108,15 +112,17 @@ def test_fast_backend_matches_tff_backend_noise_on(method, extra):
 @pytest.mark.parametrize("method,extra,library", [
     ("dp_fedavg", (), True), ("gdpfed_plus", (), True), ("idp_fedavg", (), True),
     ("idp_fedavg", ('client_optimizer="adam"',), True),      # the suite's Adam as TFF's
-    ("pfa", (), False),                              # public rows need a slot per client
-    ("dp_fedavg", ("simulation_diagnostics=true",), False),  # an un-noised train loss
+    ("pfa", (), True),                               # public rows: the slot in the data
+    ("p_fedavg", (), True),                          # its train loss: a client-work metric
+    ("dp_fedavg", ("simulation_diagnostics=true",), True),   # the same, as a sim_ column
     ("fedrep", (), False),                           # a personal part comes back to clients
+    ("dp_fedrep", (), False),
 ])
 def test_the_tff_backend_runs_the_librarys_process_for_fedavg_rounds(method, extra, library):
-    """Issue 78 item 1: a method whose round is FedAvg's runs, on the TFF backend, the
+    """Issue 78 item 1: every method whose round is FedAvg's runs, on the TFF backend, the
     ``tff.learning`` LearningProcess that ``tff_idp.learning`` publishes (the tests above
-    hold it to the fast backend); the others the suite's iterative process, from the same
-    client round."""
+    hold it to the fast backend); the methods with a personal part the suite's iterative
+    process, from the same client round."""
     from tff_idp.runtime import import_tff
     tff = import_tff()
     exp = _experiment(method, extra)

@@ -18,8 +18,8 @@ def _experiment(methods, extra=()):
 
 def _empty_round_delta(exp, method, backend):
     """The change of the global model in one round with no client at all."""
-    runner, program, w0 = loop.make_runner(exp, method, backend)
-    runner.step([[] for _ in program.phases], [], 0, [])
+    runner, spec, w0 = loop.make_runner(exp, method, backend)
+    runner.step([[] for _ in spec.program.phases], [], 0, [])
     return [a - b for a, b in zip(runner.weights, w0)]
 
 

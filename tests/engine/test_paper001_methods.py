@@ -10,6 +10,7 @@ import tensorflow as tf
 from tff_idp import config, models
 from tff_idp.algorithms import sparse_training
 from tff_idp.engine import loop
+from tff_idp.methods import METHODS
 from tff_idp.models.reparam import build_reparam, extractor_kernels
 from tff_idp.models.split import split_model
 
@@ -159,7 +160,7 @@ def test_the_upload_and_its_noise_land_on_the_mask_with_the_planned_variance(sou
     from tff_idp.queries import GroupGaussianQuery
     exp = _experiment(["dp_pfeddsu"], (f'dsu_mask="{source}"', "dsu_sparsity=0.25"))
     model = loop.build_model_fn(exp, "dp_pfeddsu")()
-    program = loop.client_program(exp, "dp_pfeddsu", model)
+    program = loop.round_spec(exp, "dp_pfeddsu", model).program
     rng = np.random.default_rng(2)
     start = [tf.repeat(tf.constant(rng.normal(size=(1,) + tuple(v.shape)).astype(np.float32)),
                        4, axis=0) for v in model.trainable_variables]   # the broadcast model
@@ -207,11 +208,11 @@ def test_a_model_without_a_dense_head_is_refused_in_one_line():
     odd = tf.keras.Model(inp, tf.keras.layers.ReLU()(tf.keras.layers.Dense(10)(inp)))
     for method in ("dp_pfeddsu", "centaur"):
         with pytest.raises(config.ConfigError, match=r"^personal='head': .* not a Dense"):
-            loop.client_program(dataclasses.replace(exp), method, odd)
+            METHODS[method].client_program(exp.cfg, odd)
 
 
 def test_a_personal_part_outside_the_read_out_is_refused_for_a_head_phase():
     exp = _experiment(["centaur"], ("rounds=1", 'personal="rows:0-9"'))
     model = loop.build_model_fn(exp, "centaur")()
     with pytest.raises(config.ConfigError, match=r"^personal='rows:0-9': centaur trains"):
-        loop.client_program(exp, "centaur", model)
+        loop.round_spec(exp, "centaur", model)

@@ -65,9 +65,11 @@ def test_the_tff_backend_returns_personal_parts_in_cohort_order():
     client's personal part back exactly, in the order the clients were given."""
     exp = _experiment("fedrep")
     model = loop.build_model_fn(exp)()
-    program = dataclasses.replace(loop.client_program(exp, "fedrep", model),
-                                  phases=[methods.Phase("shared", 2)])
-    runner, program, w0 = loop.make_runner(exp, "fedrep", "tff", program)
+    spec = loop.round_spec(exp, "fedrep", model)
+    spec = dataclasses.replace(spec, program=dataclasses.replace(
+        spec.program, phases=[methods.Phase("shared", 2)]))
+    runner, spec, w0 = loop.make_runner(exp, "fedrep", "tff", spec)
+    program = spec.program
     clients = [7, 2, 31, 0, 19]
     batches = [[client_data.client_examples(exp, c, 0, program.phases[0]) for c in clients]]
     infos = [dict(group=np.ones(1, np.float32), seed=np.array([0, c], np.int32),

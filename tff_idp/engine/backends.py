@@ -27,7 +27,7 @@ import tensorflow as tf
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..learning.optimizer import client_optimizer
-from ..learning.process import (GROUP, SEED, build_group_dp_process,
+from ..learning.process import (GROUP, SEED, SLOT, build_group_dp_process,
                                 compose_group_dp_fed_avg)
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
@@ -59,14 +59,13 @@ def empty_rounds_noised(factory) -> bool:
     return getattr(factory, "noise_in_empty_rounds", True)
 
 
-def runs_library_process(plan, program, diagnostics) -> bool:
+def runs_library_process(program) -> bool:
     """Whether the TFF backend runs the library's ``LearningProcess`` for this method: its
-    round is FedAvg's (``ClientProgram.whole_model_fedavg``), no un-noised train loss is
-    asked for (the library's clients send none) and no public client needs a row slot
-    (PFA). Its clients step with the suite's own optimizer
-    (``learning.optimizer.SuiteOptimizer``: SGD with momentum or Adam, weight decay)."""
-    return (program.whole_model_fedavg and "train_loss" not in diagnostics
-            and plan.public_group is None)
+    round is FedAvg's (``ClientProgram.whole_model_fedavg``: the whole model trained, its
+    change sent, theta + server_lr * aggregate). Its clients step with the suite's own
+    optimizer (``learning.optimizer.SuiteOptimizer``: SGD with momentum or Adam, weight
+    decay); their seeds and PFA's public-row slots ride in their data."""
+    return program.whole_model_fedavg
 
 
 def learning_model_fn(model_fn, element_spec):
@@ -90,7 +89,7 @@ class TFFBackend:
         self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
         self.training = LocalTraining.of_config(cfg)
-        self.library = runs_library_process(plan, program, self.diagnostics)
+        self.library = runs_library_process(program)
         if self.library:    # the library's LearningProcess, the clients' seeds in their data
             m = plan.num_aggregation_groups
             self.process = compose_group_dp_fed_avg(
@@ -98,7 +97,7 @@ class TFFBackend:
                 client_optimizer(cfg.client_optimizer, cfg.local_lr, cfg.momentum,
                                  cfg.weight_decay),
                 tff.learning.optimizers.build_sgdm(cfg.server_lr), factory, list(range(m)), m,
-                seeds_from_data=True)
+                simulation=True, train_loss="train_loss" in self.diagnostics)
             self.state = self.process.set_model_weights(
                 self.process.initialize(), tff.learning.models.ModelWeights(list(w0), []))
         else:
@@ -134,14 +133,16 @@ class TFFBackend:
 
     def tagged_datasets(self, batches, infos):
         """The library process's client data: each client's batches (one phase) with its
-        aggregation group and noise seed in every element (``learning.process``)."""
+        aggregation group, noise seed and public-row slot in every element
+        (``learning.process``)."""
         out = []
         for examples, info in zip(batches[0], infos):
             x, y = tuple(expand(examples))
             n = len(x)
             out.append(self._batched(collections.OrderedDict(
                 x=x, y=y, **{GROUP: np.full(n, int(np.argmax(info["group"])), np.int32),
-                             SEED: np.tile(np.asarray(info["seed"], np.int32), (n, 1))}),
+                             SEED: np.tile(np.asarray(info["seed"], np.int32), (n, 1)),
+                             SLOT: np.full(n, int(info["slot"]), np.int32)}),
                 self.program.phases[0]))
         return out
 
@@ -176,8 +177,8 @@ class TFFBackend:
         else:
             self.state, metrics = self.process.next(self.state, self.datasets(batches), infos)
         agg = metrics.get("aggregator", {})
-        values = {"train_loss": float(metrics["train_loss"]) if "train_loss" in metrics
-                  else np.nan,
+        loss = metrics.get("client_work", metrics).get("train_loss", np.nan)
+        values = {"train_loss": float(loss),
                   "clipped_fraction": _agg_metric(agg, "clipped_fraction"),
                   "mean_update_norm": _agg_metric(agg, "mean_update_norm")}
         return {**{col: values[k] for k, col in self.diagnostics.items()},

@@ -27,12 +27,9 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from .. import models
-from ..algorithms.client_work import ClientProgram
 from ..config import ConfigError
 from ..methods import METHODS
-from ..methods.base import FactoryOptions
-from ..models.split import split_model
+from ..methods.base import RoundSpec
 from ..results.summary import RunSummary
 from ..errors import RoundInterrupted, RunDiverged
 from ..runtime import StopRequests
@@ -76,64 +73,38 @@ def initial_weights(exp: Experiment, model_fn):
     return model_fn().get_weights()
 
 
-def client_program(exp: Experiment, method: str, model) -> ClientProgram:
-    """The method's client work and server step (its plug-in) on ``model``'s tensors; a
-    split the model does not have is a one-line ConfigError, before any round."""
-    plugin = METHODS[method]
-    try:
-        split = split_model(model, plugin.split_spec(exp.cfg))
-        reparam = plugin.reparam(exp.cfg, model, split)
-    except ValueError as e:
-        raise ConfigError(str(e)) from e
-    phases = plugin.phases(exp.cfg)
-    if any(ph.on_features for ph in phases):
-        found = models.readout(model)
-        if found is None:
-            raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a linear read-out "
-                              "(a Dense head) and the model has none")
-        readout = {i for tensors in found[2] for i in tensors}
-        for ph in phases:                # such a phase may train the read-out only
-            masks = split.trainable(ph.train) if ph.on_features else []
-            if any(i not in readout and (m is None or np.any(m)) for i, m in enumerate(masks)):
-                raise ConfigError(f"personal={split.spec!r}: {method} trains its personal part "
-                                  "on features under the read-out, so the personal part must "
-                                  "lie in the model's last Dense layer(s)")
-    return ClientProgram(phases, split, plugin.client_output, plugin.server_update, reparam,
-                         exp.cfg.local_lr)
+def round_spec(exp: Experiment, method: str, model) -> RoundSpec:
+    """``method`` built whole for this run on ``model`` (``Method.build``): the server's
+    noise seeded from (seed, method), the clients' diagnostics as the config asks. A setting
+    the model cannot take is a one-line ConfigError, before any round."""
+    cfg, plan = exp.cfg, exp.plans[method]
+    return METHODS[method].build(
+        cfg, plan, model, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM),
+        bool(client_diagnostics(cfg, plan)))     # clients' un-noised statistics: threat_model
 
 
 def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
-                program: Optional[ClientProgram] = None, **runner_options):
-    """The backend runner of ``method`` (its plug-in's aggregator, built whole, and client
-    program, or ``program``), before any round: (runner, program, initial weights).
-    ``runner_options``: the backend's own (the fast backend's ``mode``)."""
-    cfg, plan = exp.cfg, exp.plans[method]
+                spec: Optional[RoundSpec] = None, **runner_options):
+    """The backend runner of ``method`` built whole (:func:`round_spec`, or ``spec``),
+    before any round: (runner, spec, initial weights). ``runner_options``: the backend's own
+    (the fast backend's ``mode``)."""
+    cfg = exp.cfg
     model_fn = build_model_fn(exp, method)
     w0 = initial_weights(exp, model_fn)
-    program = program or client_program(exp, method, model_fn())
-    options = FactoryOptions(   # noise on the shared coordinates only; clients' un-noised
-        shared_masks=None if program.split.trivial else tuple(program.split.masks),
-        client_diagnostics=bool(client_diagnostics(cfg, plan)))   # statistics: threat_model
-    try:
-        factory = METHODS[method].aggregation_factory(
-            plan, cfg, _seed32(cfg.seed, method_key(method), GROUP_NOISE_STREAM), options)
-    except ValueError as e:             # a factory that cannot take the personal part's masks
-        if options.shared_masks is None:
-            raise
-        raise ConfigError(f"personal={program.split.spec!r}: {e}") from e
+    spec = spec or round_spec(exp, method, model_fn())
     x = exp.data.x_train
     # a phase of epochs keeps a short last batch
-    batch_dim = None if any(ph.epochs for ph in program.phases) else cfg.batch_size
-    spec = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
-            tf.TensorSpec([batch_dim] + list(exp.data.y_train.shape[1:]), tf.int32))
-    runner = BACKENDS[backend or cfg.backend](cfg, plan, model_fn, w0, factory, spec, program,
-                                              **runner_options)
-    return runner, program, w0
+    batch_dim = None if any(ph.epochs for ph in spec.program.phases) else cfg.batch_size
+    shapes = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
+              tf.TensorSpec([batch_dim] + list(exp.data.y_train.shape[1:]), tf.int32))
+    runner = BACKENDS[backend or cfg.backend](cfg, spec.plan, model_fn, w0, spec.factory,
+                                              shapes, spec.program, **runner_options)
+    return runner, spec, w0
 
 
 def check_methods(exp: Experiment) -> None:
-    """Every method's client program can be built on the experiment's model (one-line
-    ConfigError otherwise): run before anything is written."""
+    """Every method can be built whole on the experiment's model and takes its data
+    (one-line ConfigError otherwise): run before anything is written."""
     x = exp.data.x_train[:1].astype(input_dtype(exp.data).as_numpy_dtype)
     for method in exp.cfg.methods:
         try:
@@ -146,10 +117,7 @@ def check_methods(exp: Experiment) -> None:
             raise ConfigError(f"model={exp.cfg.model!r}: does not take {exp.cfg.dataset}'s "
                               f"inputs of shape {tuple(x.shape[1:])} "
                               f"({str(e).strip().splitlines()[0][:120]})") from e
-        client_program(exp, method, model)
-        if METHODS[method].evaluation(exp.cfg) is not None and models.readout(model) is None:
-            raise ConfigError(f"model={exp.cfg.model!r}: {method} fine-tunes a copy of the "
-                              "model's linear read-out (a Dense head) and the model has none")
+        round_spec(exp, method, model)
         for key, value, why in METHODS[method].check_experiment(exp):
             raise ConfigError(f"{key}={value!r}: {why}")
 
@@ -179,16 +147,15 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
     started = time.perf_counter() if started is None else started
     own_peak = reset_peak_rss()          # this run's peak memory, not an earlier run's
     cfg, plan = exp.cfg, exp.plans[method]
-    plugin = METHODS[method]
-    for key, value, why in plugin.check_experiment(exp):
+    for key, value, why in METHODS[method].check_experiment(exp):
         raise ConfigError(f"{key}={value!r}: {why}")
-    runner, program, w0 = make_runner(exp, method, backend)
-    split = program.split
+    runner, spec, w0 = make_runner(exp, method, backend)
+    split = spec.program.split
     model_fn = build_model_fn(exp, method)
     evaluator = model_fn()           # after the backend: TFF's tracing invalidates earlier ones
     store = PersonalStore(w0, split, cfg.num_clients)
-    personal_eval = personal_evaluation(exp, method, program, evaluator)
-    client_eval = client_test_evaluation(exp, method, program, evaluator)
+    personal_eval = personal_evaluation(exp, spec, evaluator)
+    client_eval = client_test_evaluation(exp, spec, evaluator)
     state = RunState(runner, store, np.random.default_rng([cfg.seed, method_key(method)]),
                      exp.new_ledger(plan))
     fingerprint = run_fingerprint(exp.cfg, method)
@@ -217,7 +184,7 @@ def run_method(exp: Experiment, method: str, progress: bool = True,
         _rounds(ctx, state)
     bar.close()
     rows, ledger, segments = state.rows, state.ledger, state.segments
-    summary = _summary(ctx, state, start, split, setup)
+    summary = _summary(ctx, state, start, spec, setup)
     # resident memory at its highest in this process since the run began (a resumed run:
     # its last process), the data already loaded included; "process" where the peak could
     # not be reset and earlier work in the process may have set it
@@ -252,13 +219,11 @@ def canary_audit(exp: Experiment, method: str, w0):
     return audit
 
 
-def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
+def personal_evaluation(exp: Experiment, spec: RoundSpec, evaluator):
     """Each client's model on its own test (and validation) examples, when the method keeps
     a personal part or fine-tunes a read-out copy per client; None when the global model is
     what is evaluated."""
-    cfg, d = exp.cfg, exp.data
-    plugin = METHODS[method]
-    tune = plugin.evaluation(cfg)
+    cfg, d, program, tune = exp.cfg, exp.data, spec.program, spec.evaluation
     if program.split.trivial and tune is None:
         return None
     finetune = None
@@ -284,14 +249,14 @@ def personal_evaluation(exp: Experiment, method: str, program: ClientProgram, ev
                               finetune, reparam)
 
 
-def client_test_evaluation(exp: Experiment, method: str, program: ClientProgram, evaluator):
+def client_test_evaluation(exp: Experiment, spec: RoundSpec, evaluator):
     """The global model on each client's own test examples (those of the classes it trains
     on; mean over clients), beside its accuracy on the whole test set, for a method without a
     personal part that asks for it (``Method.client_tests``: LDP-FedAvg, paper 002's
     baseline, like for like with MS-PAFL's personalised accuracy); None otherwise."""
-    if not METHODS[method].client_tests or not program.split.trivial:
+    if not spec.client_tests or not spec.program.split.trivial:
         return None
-    return PersonalEvaluation(evaluator, program.split, _client_tests(exp))
+    return PersonalEvaluation(evaluator, spec.program.split, _client_tests(exp))
 
 
 def _client_tests(exp: Experiment) -> ClientExamples:
@@ -492,15 +457,14 @@ def _evaluate(ctx: RunContext, state: RunState, rnd: int, row: dict, curve) -> N
     row["eval_seconds"] = round(time.perf_counter() - t_eval, 4)
 
 
-def _summary(ctx: RunContext, state: RunState, start: int, split,
+def _summary(ctx: RunContext, state: RunState, start: int, spec: RoundSpec,
              setup: float) -> RunSummary:
-    """summary.json of the run that ``state`` ends (``start``: the rounds it resumed
-    after; ``setup``: its start-up seconds)."""
+    """summary.json of the run of ``spec`` that ``state`` ends (``start``: the rounds it
+    resumed after; ``setup``: its start-up seconds)."""
     exp, method, personal_eval = ctx.exp, ctx.method, ctx.personal_eval
     runner, rows, store, ledger, segments = (state.runner, state.rows, state.store,
                                              state.ledger, state.segments)
-    cfg, plan = exp.cfg, exp.plans[method]
-    plugin = METHODS[method]
+    cfg, plan, split = exp.cfg, spec.plan, spec.program.split
     secs = [r["seconds"] for r in rows]
     headline = "test_accuracy" if personal_eval is None else "personal_test_accuracy"
     evals = [r.get("eval_seconds") for r in rows if r.get(headline) not in (None, "")]
@@ -531,17 +495,17 @@ def _summary(ctx: RunContext, state: RunState, start: int, split,
         plan=plan_summary(plan, exp.setting),
         machine=segments.machine,
         data_note=exp.data.note or None,
-        extras=plugin.summary_extras(plan, cfg),
+        extras=spec.extras,
         personal=None if split.trivial else {
             "split": split.spec, "personal_parameters_per_client": split.personal_count,
             "shared_parameters": split.shared_count, "store_bytes": store.nbytes,
             "evaluation": "each client's model (shared part + its personal part) on the test "
                           "examples of its training classes; mean over clients"},
-        privacy=plugin.privacy_summary(plan, cfg, ledger, exp),
+        privacy=METHODS[method].privacy_summary(plan, cfg, ledger, exp),
     )
     if personal_eval is not None:
         summary.final_test_accuracy_std = rows[-1]["personal_test_accuracy_std"]
-    tune = plugin.evaluation(cfg)
+    tune = spec.evaluation
     if tune is not None:
         summary.evaluation = (
             f"each client fine-tunes a throw-away copy of the read-out ({tune['tune']} "

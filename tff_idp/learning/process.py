@@ -7,14 +7,16 @@ weights, the method's local phases of ``ClientTrainer.step``, what it sends:
 public-row slot and, with sparsified training, where its noise lands) and the method's
 factory (clip, noise, group sums, Top_k, reweighting: GDPFed Alg. 1 lines 12-19).
 
-On the TFF backend (``python -m tff_idp.run``) a method whose round is FedAvg's runs the
-library's process itself (:func:`compose_group_dp_fed_avg`, the clients' noise seeds riding
-in their data for a reproducible simulation); the others run :func:`build_group_dp_process`,
-a ``tff.templates.IterativeProcess`` on Keras models, ``next(state, client_data, client_info
-[, client_personal])``. That one stays an iterative process rather than a ``LearningProcess``
-because methods with a personal part return each client's kept tensors CLIENTS-placed, which
-a ``LearningProcess`` cannot (its ``next`` returns server state and server metrics), and the
-simulation hands each client its seed and PFA's public-row slot.
+On the TFF backend (``python -m tff_idp.run``) every method whose round is FedAvg's runs the
+library's process itself (:func:`compose_group_dp_fed_avg` with ``simulation=True``: the
+clients' noise seeds and PFA's public-row slots ride in their data for a reproducible
+simulation; a run that reports its clients' un-noised train loss gets it as a client-work
+metric); the methods with a personal part or their own server step run
+:func:`build_group_dp_process`, a ``tff.templates.IterativeProcess`` on Keras models,
+``next(state, client_data, client_info[, client_personal])``, from the same client round. That
+one stays an iterative process rather than a ``LearningProcess`` because it returns each
+client's kept personal tensors CLIENTS-placed, which a ``LearningProcess`` cannot (its
+``next`` returns server state and server metrics only).
 
 :func:`build_group_dp_fed_avg` is the library's ``tff.learning`` ``LearningProcess``, composed
 with ``tff.learning.templates.compose_learning_process``:
@@ -64,9 +66,11 @@ from .plan import GroupDPPlan
 tff = import_tff()
 
 GROUP = "group"                     # the element field naming a client's privacy group
-# the element field carrying a client's noise seed (int32[2]) when the caller draws the seeds:
-# a reproducible simulation (the TFF backend), private only while the seeds are secret
+# the element fields of a simulation (the TFF backend): a client's noise seed (int32[2]),
+# drawn by the simulator (reproducible, private only while the seeds are secret), and its row
+# among the round's public clients (PFA; -1 for the others)
 SEED = "seed"
+SLOT = "slot"
 
 
 def with_group(dataset: tf.data.Dataset, group: int, plan: GroupDPPlan) -> tf.data.Dataset:
@@ -283,9 +287,9 @@ def _optimizer(name: str, fn):
                     "function returning one (e.g. tff.learning.optimizers.build_sgdm(0.1))")
 
 
-def _check_model(model_fn, seeds_from_data: bool = False):
+def _check_model(model_fn, simulation: bool = False):
     """The model's input_spec (a mapping without ``group``) and its weights type; the
-    clients' data spec adds ``group`` (and ``seed`` when the caller draws the seeds)."""
+    clients' data spec adds ``group`` (and in a simulation ``seed`` and ``slot``)."""
     with tf.Graph().as_default():
         model = model_fn()
     if not isinstance(model, tff.learning.models.VariableModel):
@@ -296,8 +300,9 @@ def _check_model(model_fn, seeds_from_data: bool = False):
         raise TypeError(f"model_fn: input_spec must be a mapping without a {GROUP!r} field "
                         f"(OrderedDict(x=, y=)), got {spec}")
     tags = {GROUP: tf.TensorSpec([None], tf.int32)}
-    if seeds_from_data:
+    if simulation:
         tags[SEED] = tf.TensorSpec([None, 2], tf.int32)
+        tags[SLOT] = tf.TensorSpec([None], tf.int32)
     data_spec = collections.OrderedDict(spec, **tags)
     return data_spec, tff.learning.models.weights_type_from_model(model)
 
@@ -324,15 +329,19 @@ def _data_group(data, num_groups: int):
 
 
 def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int, data_spec,
-                      weights_type):
+                      weights_type, train_loss: bool = False):
     """The library's client work (module docstring): :func:`client_round` on FedAvg's program
     (every batch of the client's data) through the ``tff.learning`` model and optimizer,
     its model change tagged as :func:`record_type` with its aggregation group
-    (``to_aggregation[group]`` of ``num_aggregation``) and a seed: fresh from the operating
-    system, or the data's ``seed`` field when ``data_spec`` has one."""
+    (``to_aggregation[group]`` of ``num_aggregation``), a seed (fresh from the operating
+    system, or the data's ``seed`` field in a simulation) and its public-row slot (the data's
+    ``slot`` in a simulation, else -1). ``train_loss``: the clients' mean training loss, un-noised,
+    is the work's measurement (``train_loss``: a non-private run's, or a simulation's
+    diagnostic, ``tff_idp.privacy.threat_model``); otherwise nothing but the record leaves
+    a client."""
     to_aggregation = np.asarray(to_aggregation, np.int32)
     num_groups = len(to_aggregation)
-    seeds_from_data = SEED in data_spec
+    simulation = SEED in data_spec
     program = whole_model_program([t.shape for t in weights_type.trainable], None)
     data_type = tff.SequenceType(tff.types.tensorflow_to_type(data_spec))
     initial_hparams = optimizer.get_hparams(
@@ -353,23 +362,28 @@ def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int,
         def train(hparams, initial, data):
             tf.nest.map_structure(lambda v, t: v.assign(t), weights, initial)
             group, checks = _data_group(data, num_groups)
-            seed = data.take(1).reduce(tf.zeros([2], tf.int32), lambda _, b: b[SEED][0]) \
-                if seeds_from_data else dpmath.secret_seed()
+            if simulation:
+                first = data.take(1).reduce((tf.zeros([2], tf.int32), tf.constant(-1)),
+                                            lambda _, b: (b[SEED][0], b[SLOT][0]))
+                seed, slot = first
+            else:
+                seed, slot = dpmath.secret_seed(), tf.constant(-1, tf.int32)
             batches = data.map(lambda b: (collections.OrderedDict(
-                (k, v) for k, v in b.items() if k not in (GROUP, SEED)), b[GROUP]))
+                (k, v) for k, v in b.items() if k not in (GROUP, SEED, SLOT)), b[GROUP]))
             trainer = ClientTrainer(LearningOptimizer(optimizer, hparams))
-            out, _, _, _ = client_round(trainer, learning_step_model(model), program,
-                                        tf.nest.flatten(initial.trainable), [batches],
-                                        tf.constant(1.0))
+            out, _, loss, _ = client_round(trainer, learning_step_model(model), program,
+                                           tf.nest.flatten(initial.trainable), [batches],
+                                           tf.constant(1.0))
             with tf.control_dependencies(checks):
                 delta = tf.nest.pack_sequence_as(weights.trainable,
                                                  [tf.identity(d) for d in out])
                 one_hot = tf.one_hot(tf.gather(to_aggregation, group), num_aggregation)
-            return record(delta, one_hot, seed, tf.constant(-1, tf.int32))
+            return record(delta, one_hot, seed, slot), loss
 
-        tagged = train(hparams, initial, data)
-        return tff.learning.templates.ClientResult(update=tagged,
-                                                   update_weight=tf.constant(1.0))
+        tagged, loss = train(hparams, initial, data)
+        result = tff.learning.templates.ClientResult(update=tagged,
+                                                     update_weight=tf.constant(1.0))
+        return (result, loss) if train_loss else result
 
     @tff.tensorflow.computation
     def no_measurement():
@@ -379,11 +393,15 @@ def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int,
                                tff.FederatedType(weights_type, tff.CLIENTS),
                                tff.FederatedType(data_type, tff.CLIENTS))
     def next_fn(state, weights, data):
-        result = tff.federated_map(client_update,
-                                   (tff.federated_broadcast(state), weights, data))
-        return tff.templates.MeasuredProcessOutput(
-            state=state, result=result,
-            measurements=tff.federated_eval(no_measurement, tff.SERVER))
+        outputs = tff.federated_map(client_update,
+                                    (tff.federated_broadcast(state), weights, data))
+        if not train_loss:
+            return tff.templates.MeasuredProcessOutput(
+                state=state, result=outputs,
+                measurements=tff.federated_eval(no_measurement, tff.SERVER))
+        return tff.templates.MeasuredProcessOutput(   # un-noised: a diagnostic (docstring)
+            state=state, result=outputs[0], measurements=tff.federated_zip(
+                collections.OrderedDict(train_loss=tff.federated_mean(outputs[1]))))
 
     @tff.tensorflow.computation(hparams_type)
     def get_hparams(state):
@@ -486,22 +504,24 @@ def build_group_dp_fed_avg(model_fn, client_optimizer_fn, server_optimizer_fn=No
 
 def compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, factory,
                              to_aggregation: Sequence[int], num_aggregation: int,
-                             seeds_from_data: bool = False):
+                             simulation: bool = False, train_loss: bool = False):
     """The ``LearningProcess`` of :func:`build_group_dp_fed_avg` from its parts, checked
     there: a ``tff.learning`` ``model_fn``, TFF optimizers, a built aggregation factory, the
     aggregation group of each privacy group (``to_aggregation``, of ``num_aggregation``).
-    ``seeds_from_data``: every element also carries the client's noise seed (``seed``,
-    int32[2]) instead of the client drawing it from the operating system: what the TFF
-    backend runs, a reproducible simulation whose guarantees against the server hold only
-    while the seeds are secret."""
-    data_spec, weights_type = _check_model(model_fn, seeds_from_data)
+    ``simulation``: every element also carries the client's noise seed (``seed``, int32[2])
+    instead of the client drawing it from the operating system, and its row among the
+    round's public clients (``slot``, PFA; -1 otherwise): what the TFF backend runs, a
+    reproducible simulation whose guarantees against the server hold only while the seeds
+    are secret. ``train_loss``: the clients' un-noised mean training loss is reported
+    (``metrics["client_work"]["train_loss"]``; :func:`build_client_work`)."""
+    data_spec, weights_type = _check_model(model_fn, simulation)
 
     @tff.tensorflow.computation
     def initial_model_weights():
         return tff.learning.models.ModelWeights.from_model(model_fn())
 
     client_work = build_client_work(model_fn, client_optimizer, to_aggregation,
-                                    num_aggregation, data_spec, weights_type)
+                                    num_aggregation, data_spec, weights_type, train_loss)
     tagged_type = client_work.next.type_signature.result.result.member.update
     aggregator = build_group_aggregator(factory, tagged_type, weights_type.trainable)
     return tff.learning.templates.compose_learning_process(
@@ -509,7 +529,7 @@ def compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, facto
         client_work, aggregator, build_finalizer(server_optimizer, weights_type))
 
 
-__all__ = ["GROUP", "SEED", "with_group", "compose_group_dp_fed_avg", "whole_model_program",
+__all__ = ["GROUP", "SEED", "SLOT", "with_group", "compose_group_dp_fed_avg", "whole_model_program",
            "client_round", "record_type",
            "record", "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
            "build_group_aggregator", "build_finalizer"]

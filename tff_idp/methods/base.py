@@ -26,11 +26,16 @@ planner before the rounds and a reporter after them. Each hook sits in its role'
   it), :meth:`Method.plan_summary`,
   :meth:`Method.summary_extras`, :meth:`Method.privacy_summary`.
 
-The round loop (``engine.loop``) and the backends (``engine.backends``: TFF and fast) call
-these and name no method; adding a method is a new plug-in module and a registry line
-(``tff_idp.methods``). The engine composes the client work and finalizer of a round as an
-``algorithms.client_work.ClientProgram``, as FedJAX's client init / step / final, with the
-personal state of personalised FL kept in a per-client store by the runner.
+The round loop (``engine.loop``) names no method. Before the data it asks the planner's
+hooks; then it builds the method whole, once per run, with :meth:`Method.build`: a
+:class:`RoundSpec` of the plan, the client program (the distributor's and client work's hooks
+composed as an ``algorithms.client_work.ClientProgram``, as FedJAX's client init / step /
+final, with the finalizer's server step), the aggregation factory (the mechanism, built whole
+with :class:`FactoryOptions`) and what the reporter evaluates and adds to the summary; the
+backends (``engine.backends``: TFF and fast) run the spec. After the rounds only
+:meth:`Method.privacy_summary` is asked (it reads the ledger). Adding a method is a new
+plug-in module and a registry line (``tff_idp.methods``); the personal state of
+personalised FL is kept in a per-client store by the runner.
 
 Nothing here imports TensorFlow at module level: the config check and the privacy plan run
 without it (a bad config is refused in well under a second). ``client_output`` and
@@ -42,6 +47,7 @@ import dataclasses
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
+from ..errors import ConfigError
 from ..algorithms.round_parts import Phase  # noqa: F401 (re-exported)
 from ..algorithms.round_parts import client_output, server_update
 
@@ -66,6 +72,24 @@ class FactoryOptions:
         """The options as :class:`~tff_idp.aggregators.GroupGaussianFactory` takes them."""
         return dict(shared_masks=self.shared_masks, client_diagnostics=self.client_diagnostics,
                     record_aggregation_factory=self.record_aggregation_factory)
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundSpec:
+    """A method built whole for one run (:meth:`Method.build`), what the engine and the
+    backends run: the privacy ``plan``; the ``program`` (an
+    ``algorithms.client_work.ClientProgram``: split, phases, sparsified training, what leaves
+    a client, the server step); the ``factory`` (the aggregation factory: clip, noise, group
+    sums, as TFF's ``DifferentiallyPrivateFactory``, never changed once built); the
+    reporter's parts: ``evaluation`` (a read-out fine-tune per client, or None),
+    ``client_tests`` (the global model on each client's own test examples too) and
+    ``extras`` (the run summary's entries of this method)."""
+    plan: MethodPlan
+    program: object
+    factory: object
+    evaluation: Optional[Dict]
+    client_tests: bool
+    extras: Dict
 
 
 class Method:
@@ -144,6 +168,61 @@ class Method:
         under replace-one with sensitivity 2C (every private method), SAMPLE's rates on the
         full RDP orders (idp_sample, idp_fedavg); 0 = unchanged since the first release."""
         return 1 if cfg.sampling == "fixed" else 0
+
+    # --- built whole: what the engine runs ---------------------------------------------
+
+    def build(self, cfg, plan: MethodPlan, model, noise_seed: Optional[int],
+              client_diagnostics: bool = False) -> RoundSpec:
+        """This method for one run, on ``model`` (the config's model with this method's
+        parts, :meth:`build_model`): its :class:`RoundSpec`. ``noise_seed`` seeds the
+        server's draws (:meth:`aggregation_factory`); ``client_diagnostics``: the clients
+        also send their un-noised norms (``privacy.threat_model``). A setting the model
+        cannot take is a one-line ConfigError, before any round."""
+        program = self.client_program(cfg, model)
+        options = FactoryOptions(   # noise on the shared coordinates only
+            shared_masks=None if program.split.trivial else tuple(program.split.masks),
+            client_diagnostics=client_diagnostics)
+        try:
+            factory = self.aggregation_factory(plan, cfg, noise_seed, options)
+        except ValueError as e:         # a factory that cannot take the personal part's masks
+            if options.shared_masks is None:
+                raise
+            raise ConfigError(f"personal={program.split.spec!r}: {e}") from e
+        return RoundSpec(plan, program, factory, self.evaluation(cfg), self.client_tests,
+                         self.summary_extras(plan, cfg))
+
+    def client_program(self, cfg, model):
+        """The client work and server step (distributor, client work and finalizer hooks) on
+        ``model``'s tensors, as an ``algorithms.client_work.ClientProgram``. A split the
+        model does not have, or a read-out it lacks, is a one-line ConfigError."""
+        import numpy as np
+        from .. import models
+        from ..algorithms.client_work import ClientProgram
+        from ..models.split import split_model
+        try:
+            split = split_model(model, self.split_spec(cfg))
+            reparam = self.reparam(cfg, model, split)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+        phases = self.phases(cfg)
+        on_features = any(ph.on_features for ph in phases)
+        if on_features or self.evaluation(cfg) is not None:
+            found = models.readout(model)
+            if found is None:
+                what = "a" if on_features else "a copy of the model's"
+                raise ConfigError(f"model={cfg.model!r}: {self.name} fine-tunes {what} linear "
+                                  "read-out (a Dense head) and the model has none")
+            readout = {i for tensors in found[2] for i in tensors}
+            for ph in phases:                # such a phase may train the read-out only
+                masks = split.trainable(ph.train) if ph.on_features else []
+                if any(i not in readout and (m is None or np.any(m))
+                       for i, m in enumerate(masks)):
+                    raise ConfigError(
+                        f"personal={split.spec!r}: {self.name} trains its personal part on "
+                        "features under the read-out, so the personal part must lie in the "
+                        "model's last Dense layer(s)")
+        return ClientProgram(phases, split, self.client_output, self.server_update, reparam,
+                             cfg.local_lr)
 
     # --- the distributor: what the server broadcasts, what stays with each client -----
 
