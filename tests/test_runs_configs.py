@@ -18,7 +18,7 @@ def test_config_validates(path):
     cfg = experiment_config.load(str(path))
     if path.parent.name == "idp_fedavg":
         assert cfg.rounds == 420 and cfg.local_epochs == 15 and cfg.batch_size == 128
-        assert cfg.client_optimizer == "adam" and cfg.delta == 1e-4
+        assert cfg.client_optimizer == "adam_keras" and cfg.delta == 1e-4
         assert round(cfg.expected_rate * cfg.num_clients) == 30
         assert set(cfg.reference) == set(cfg.methods)
 

@@ -78,7 +78,9 @@ class CoreConfig:
     momentum: float = 0.0                     # heavy-ball momentum of client SGD
     local_steps: int = 5                      # tau mini-batch steps per round
     local_epochs: Optional[int] = None        # if set: E passes over the client's data instead
-    client_optimizer: str = "sgd"             # "sgd" (momentum) or "adam" (paper 004)
+    # "sgd" (momentum), "adam" (Kingma & Ba Alg. 1) or "adam_keras" (their Sec. 2 form, as
+    # Keras and TFF step it: paper 004's code); the two Adams differ on gradients below ~1e-5
+    client_optimizer: str = "sgd"
     server_lr: float = 1.0                    # theta += server_lr * aggregate
     batch_size: int = 10                      # client mini-batch size
     # Top_k kept fraction k_m/d per group (GDPFed+; unset: the paper's (0.7, 0.8, 0.9))
@@ -230,7 +232,7 @@ def check_name(key: str, value) -> None:
 # which reads this set); tests/test_config_choices.py checks that those modules accept
 # exactly these.
 BACKEND_NAMES = ("tff", "fast")
-CLIENT_OPTIMIZERS = ("sgd", "adam")
+CLIENT_OPTIMIZERS = ("sgd", "adam", "adam_keras")
 INPUT_NORMALIZATIONS = ("unit", "standardize")
 CHOICES = {
     "partition": PARTITIONS,

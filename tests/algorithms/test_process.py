@@ -22,12 +22,16 @@ def _reference_delta(w0, x, y, steps, lr, optimizer, momentum):
     model = model_fn()
     model.set_weights(w0)
     slots = [(np.zeros_like(w), np.zeros_like(w)) for w in w0]
+    keras_adam = tf.keras.optimizers.Adam(lr)          # paper 004's clients (adam_keras)
     for t in range(steps):
         xb, yb = x[2 * t % len(x):][:2], y[2 * t % len(y):][:2]
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
                 yb, model(xb), from_logits=True))
         grads = tape.gradient(loss, model.trainable_variables)
+        if optimizer == "adam_keras":
+            keras_adam.apply_gradients(zip(grads, model.trainable_variables))
+            continue
         for i, (v, g) in enumerate(zip(model.trainable_variables, grads)):
             a, b = slots[i]
             g = g.numpy()
@@ -43,7 +47,8 @@ def _reference_delta(w0, x, y, steps, lr, optimizer, momentum):
     return [v - w for v, w in zip(model.get_weights(), w0)]
 
 
-@pytest.mark.parametrize("optimizer,momentum", [("sgd", 0.5), ("adam", 0.0)])
+@pytest.mark.parametrize("optimizer,momentum", [("sgd", 0.5), ("adam", 0.0),
+                                                ("adam_keras", 0.0)])
 def test_one_round_matches_eager_reference(optimizer, momentum):
     tf.keras.utils.set_random_seed(1)
     w0 = model_fn().get_weights()

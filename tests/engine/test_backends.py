@@ -58,7 +58,7 @@ def _silence(exp, method):
     ("p_fedavg", False, ()), ("dp_fedavg", False, ()), ("gdpfed_plus", False, ()),
     ("gdpfed_plus", True, ()), ("idp_fedavg", True, ()), ("pfa", True, ()),
     # paper 004's local work: epochs over each client's own data (short last batch), Adam
-    ("idp_fedavg", True, ("local_epochs=2", "client_optimizer=\"adam\"", "local_lr=0.01",
+    ("idp_fedavg", True, ("local_epochs=2", "client_optimizer=\"adam_keras\"", "local_lr=0.01",
                           "num_clients=70"))])   # 20 or 21 examples: 4 or 5 steps
 def test_fast_backend_matches_tff_backend(method, noise, extra):
     """The same model, and the same clip in metrics.csv: IDP-FedAvg's adaptive clip round by

@@ -66,7 +66,7 @@ def test_each_client_gets_its_own_models_output_and_gradient(name):
 
 
 @pytest.mark.parametrize("optimizer,momentum,masked", [
-    ("sgd", 0.0, False), ("sgd", 0.9, True), ("adam", 0.0, True)])
+    ("sgd", 0.0, False), ("sgd", 0.9, True), ("adam", 0.0, True), ("adam_keras", 0.0, True)])
 def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked):
     """train_cohort and train_on_batches (the client loop) give every client the same delta
     and mean loss, with padding masks (an all-padding step is a no-op)."""

@@ -7,8 +7,14 @@ client axis first).
 
 - SGD with heavy-ball momentum (GDPFed Alg. 1 lines 7-10: a <- mu a + g, theta <- theta -
   lr a); ``momentum = 0`` is plain SGD and keeps no slot.
-- Adam (Kingma & Ba 2015, Alg. 1: beta1 0.9, beta2 0.999, epsilon 1e-7 as Keras), with
-  bias correction by the step count; paper 004's clients start fresh moments every round.
+- Adam, beta1 0.9, beta2 0.999, epsilon 1e-7 (Keras' default value), with bias correction by
+  the step count, in two forms that differ where a gradient is below about 1e-5: ``"adam"``
+  as Kingma & Ba 2015 write Alg. 1 (epsilon added to the bias-corrected sqrt(v), as
+  PyTorch), ``"adam_keras"`` in their Sec. 2 "efficient" form (alpha_t = lr sqrt(1 -
+  beta2^t) / (1 - beta1^t), epsilon-hat added to the uncorrected sqrt(v)), which is how
+  ``tf.keras.optimizers.Adam`` and TFF's ``build_adam`` step: paper 004's clients (the
+  authors' code passes ``tf.keras.optimizers.Adam`` to TFF's FedAvg). Paper 004's clients
+  start fresh moments every round.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ import tensorflow as tf
 
 # the values of the config key ``client_optimizer`` (tff_idp.config.CLIENT_OPTIMIZERS,
 # which a test ties to this tuple)
-OPTIMIZERS = ("sgd", "adam")
+OPTIMIZERS = ("sgd", "adam", "adam_keras")
 
 
 def per_client(value, like):
@@ -32,13 +38,14 @@ def per_client(value, like):
 
 @dataclasses.dataclass(frozen=True)
 class ClientOptimizer:
-    """``name`` "sgd" (with ``momentum``) or "adam"; see the module docstring."""
+    """``name`` "sgd" (with ``momentum``), "adam" or "adam_keras"; see the module
+    docstring."""
     name: str = "sgd"
     momentum: float = 0.0
 
     def __post_init__(self):
         if self.name not in OPTIMIZERS:
-            raise ValueError(f"client_optimizer={self.name!r} is not 'sgd' or 'adam'")
+            raise ValueError(f"client_optimizer={self.name!r} is not one of {OPTIMIZERS}")
 
     def init(self, params) -> tuple:
         """Zero slots (a, b) per tensor of ``params``: momentum and second moment (Adam),
@@ -46,9 +53,9 @@ class ClientOptimizer:
         return tuple(self._zero_slots(p) for p in params)
 
     def _zero_slots(self, p):
-        keeps_a = self.name == "adam" or self.momentum != 0
-        a = tf.zeros_like(p) if keeps_a else tf.zeros([])
-        b = tf.zeros_like(p) if self.name == "adam" else tf.zeros([])
+        adam = self.name != "sgd"
+        a = tf.zeros_like(p) if adam or self.momentum != 0 else tf.zeros([])
+        b = tf.zeros_like(p) if adam else tf.zeros([])
         return a, b
 
     def apply(self, grads, slots, count, lr, params=None):
@@ -65,7 +72,8 @@ class ClientOptimizer:
 
     def _update(self, g, a, b, count, lr):
         """One tensor's step: heavy-ball SGD (GDPFed Alg. 1 lines 7-10) or Adam (Kingma &
-        Ba 2015, Alg. 1). An unused slot is returned as the same object."""
+        Ba 2015, Alg. 1; ``adam_keras``: their Sec. 2 form with epsilon-hat, as Keras). An
+        unused slot is returned as the same object."""
         if self.name == "sgd":
             if self.momentum == 0:
                 return lr * g, a, b
@@ -74,6 +82,9 @@ class ClientOptimizer:
         t = count + 1.0
         a_new = 0.9 * a + 0.1 * g
         b_new = 0.999 * b + 0.001 * tf.square(g)
+        if self.name == "adam_keras":
+            alpha = lr * tf.sqrt(1.0 - tf.pow(0.999, t)) / (1.0 - tf.pow(0.9, t))
+            return alpha * a_new / (tf.sqrt(b_new) + 1e-7), a_new, b_new
         a_hat = a_new / (1.0 - tf.pow(0.9, t))
         b_hat = b_new / (1.0 - tf.pow(0.999, t))
         return lr * a_hat / (tf.sqrt(b_hat) + 1e-7), a_new, b_new

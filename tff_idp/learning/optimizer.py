@@ -1,12 +1,13 @@
 """The suite's client optimizers as ``tff.learning`` optimizers.
 
-``client_optimizer("sgd", learning_rate, momentum=, weight_decay=)`` or ``("adam", ...)`` is a
-``tff.learning.optimizers.Optimizer`` whose steps are the suite's own
-(``tff_idp.algorithms.client_optimizer.ClientOptimizer``): SGD with heavy-ball momentum
-(GDPFed Alg. 1 lines 7-10: a <- mu a + g, theta <- theta - lr a) and Adam as Kingma & Ba's
-Algorithm 1 writes it, epsilon added to the bias-corrected sqrt(v) (TFF's and Keras' Adam add
-it before the correction, which differs where a gradient is below about 1e-5); weight decay
-adds wd theta to the gradient (PyTorch's ``weight_decay``). The library's process takes it like
+``client_optimizer("sgd", learning_rate, momentum=, weight_decay=)``, ``("adam", ...)`` or
+``("adam_keras", ...)`` is a ``tff.learning.optimizers.Optimizer`` whose steps are the suite's
+own (``tff_idp.algorithms.client_optimizer.ClientOptimizer``): SGD with heavy-ball momentum
+(GDPFed Alg. 1 lines 7-10: a <- mu a + g, theta <- theta - lr a), Adam as Kingma & Ba's
+Algorithm 1 writes it, epsilon added to the bias-corrected sqrt(v), and Adam in Keras' form
+(epsilon added before the correction, as TFF's ``build_adam``; the two differ where a
+gradient is below about 1e-5); weight decay adds wd theta to the gradient (PyTorch's
+``weight_decay``). The library's process takes it like
 any TFF optimizer, and the TFF backend gives it to the library's process, so a run's clients
 step as the fast backend's do.
 """
@@ -64,7 +65,7 @@ class SuiteOptimizer(tff.learning.optimizers.Optimizer):
 
 def client_optimizer(name: str = "sgd", learning_rate: float = 0.1, momentum: float = 0.0,
                      weight_decay: float = 0.0) -> SuiteOptimizer:
-    """The suite's client optimizer ``name`` ("sgd" or "adam") as a ``tff.learning``
+    """The suite's client optimizer ``name`` ("sgd", "adam", "adam_keras") as a ``tff.learning``
     optimizer (module docstring)."""
     return SuiteOptimizer(learning_rate, name, momentum, weight_decay)
 
