@@ -202,7 +202,7 @@ def test_sample_cohort_samples_each_group_at_its_rate():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (("rmsprop",), "client_optimizer='rmsprop' is not 'sgd' or 'adam'"),
+    (("rmsprop",), "client_optimizer='rmsprop' is not one of ('sgd', 'adam', 'adam_keras')"),
     (("sgd", -0.1), "learning_rate=-0.1: must be in (0, 1000]"),
     (("sgd", 0.1, 1.0), "momentum=1.0: must be in [0, 1)"),
     (("adam", 0.1, 0.0, -1.0), "weight_decay=-1.0: must be in [0, 1000]"),

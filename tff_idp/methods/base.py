@@ -14,8 +14,9 @@ planner before the rounds and a reporter after them. Each hook sits in its role'
 - **client work**: :meth:`Method.phases` (local training in phases, each training all, the
   shared or the personal parameters), :meth:`Method.reparam` (sparsified training),
   ``client_output`` (what leaves the client, by default the shared part of its model
-  change); flag ``fedavg_round`` (FedAvg's client work on the whole model and one
-  aggregation of its change: the library's ``LearningProcess`` runs such a method);
+  change); :meth:`Method.client_program` (these with the distributor's and the finalizer's
+  as one ``ClientProgram``); flag ``fedavg_round`` (FedAvg's client work on the whole model
+  and one aggregation of its change: the library's ``LearningProcess`` runs such a method);
 - **aggregator**: :meth:`Method.aggregation_factory` (clip, noise, group sums, top-k,
   reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs),
   :meth:`Method.noise_drawn_by`; flag ``adaptive_clip``;
