@@ -362,10 +362,9 @@ def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int,
         def train(hparams, initial, data):
             tf.nest.map_structure(lambda v, t: v.assign(t), weights, initial)
             group, checks = _data_group(data, num_groups)
-            if simulation:
-                first = data.take(1).reduce((tf.zeros([2], tf.int32), tf.constant(-1)),
-                                            lambda _, b: (b[SEED][0], b[SLOT][0]))
-                seed, slot = first
+            if simulation:          # the simulator's seed and slot, in every element
+                seed, slot = data.take(1).reduce((tf.zeros([2], tf.int32), tf.constant(-1)),
+                                                 lambda _, b: (b[SEED][0], b[SLOT][0]))
             else:
                 seed, slot = dpmath.secret_seed(), tf.constant(-1, tf.int32)
             batches = data.map(lambda b: (collections.OrderedDict(
@@ -529,7 +528,7 @@ def compose_group_dp_fed_avg(model_fn, client_optimizer, server_optimizer, facto
         client_work, aggregator, build_finalizer(server_optimizer, weights_type))
 
 
-__all__ = ["GROUP", "SEED", "SLOT", "with_group", "compose_group_dp_fed_avg", "whole_model_program",
-           "client_round", "record_type",
-           "record", "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
+__all__ = ["GROUP", "SEED", "SLOT", "with_group", "compose_group_dp_fed_avg",
+           "whole_model_program", "client_round", "record_type", "record",
+           "build_group_dp_process", "build_group_dp_fed_avg", "build_client_work",
            "build_group_aggregator", "build_finalizer"]
