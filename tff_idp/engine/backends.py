@@ -59,15 +59,6 @@ def empty_rounds_noised(factory) -> bool:
     return getattr(factory, "noise_in_empty_rounds", True)
 
 
-def runs_library_process(program) -> bool:
-    """Whether the TFF backend runs the library's ``LearningProcess`` for this method: its
-    round is FedAvg's (``ClientProgram.whole_model_fedavg``: the whole model trained, its
-    change sent, theta + server_lr * aggregate). Its clients step with the suite's own
-    optimizer (``learning.optimizer.SuiteOptimizer``: SGD with momentum or Adam, weight
-    decay); their seeds and PFA's public-row slots ride in their data."""
-    return program.whole_model_fedavg
-
-
 def learning_model_fn(model_fn, element_spec):
     """A ``tff.learning`` model of the suite's Keras model: the same forward pass, the mean
     cross-entropy from logits over every target (``client_work.example_losses``'s mean)."""
@@ -89,8 +80,12 @@ class TFFBackend:
         self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
         self.training = LocalTraining.of_config(cfg)
-        self.library = runs_library_process(program)
-        if self.library:    # the library's LearningProcess, the clients' seeds in their data
+        # a FedAvg round (the whole model trained, its change sent, theta + server_lr *
+        # aggregate) runs the library's LearningProcess, the clients stepping with the suite's
+        # optimizer (learning.optimizer.SuiteOptimizer), their seeds and PFA's public-row
+        # slots in their data; the others the iterative process of the same client round
+        self.library = program.whole_model_fedavg
+        if self.library:
             m = plan.num_aggregation_groups
             self.process = compose_group_dp_fed_avg(
                 learning_model_fn(model_fn, element_spec),

@@ -140,10 +140,11 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
                            program: Optional[ClientProgram] = None,
                            client_diagnostics: bool = False):
     """The suite's iterative process (what the TFF backend runs for a method whose round is
-    not FedAvg's: a personal part, phases, sparsified training, PFA's slots). One round
-    (papers 000/003 Algorithm 1; Algorithm 2 when there is one group): broadcast theta^t -> every sampled client runs
-    :func:`client_round` at the round's learning rate eta * decay^t -> the aggregation
-    factory -> ``program.server_update`` (theta^{t+1} = theta^t + server_lr * aggregate).
+    not FedAvg's: a personal part, phases, sparsified training, a server step of its own).
+    One round (papers 000/003 Algorithm 1; Algorithm 2 when there is one group): broadcast
+    theta^t -> every sampled client runs :func:`client_round` at the round's learning rate
+    eta * decay^t -> the aggregation factory -> ``program.server_update`` (theta^{t+1} =
+    theta^t + server_lr * aggregate).
 
     ``element_spec``: the (x, y) batch spec of client datasets; ``training``
     (``LocalTraining``): how clients train and the server steps; ``program``: the method's

@@ -48,9 +48,9 @@ import dataclasses
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..algorithms.plan import MethodPlan, PrivacySetting
-from ..errors import ConfigError
 from ..algorithms.round_parts import Phase  # noqa: F401 (re-exported)
 from ..algorithms.round_parts import client_output, server_update
+from ..errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
