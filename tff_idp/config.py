@@ -122,6 +122,10 @@ class CoreConfig:
     # independent sub-cohorts a chunk trains in, run at once by TF's inter-op threads (a
     # CPU: one per core, with TF_NUM_INTRAOP_THREADS=1; a GPU: 1); docs/backends.md
     fast_lanes: int = 1
+    # the fast backend's Dense kernels under SGD: "auto" (a low-rank update where exact and
+    # cheaper), "low_rank" (wherever exact) or "per_client" (a matrix per client); the same
+    # arithmetic in another summation order (tff_idp.engine.low_rank, docs/backends.md)
+    fast_dense_updates: str = "auto"
     # seeds the partition, sampling, noise and initial model
     seed: int = 0
     # the paper's reported test accuracy (%) per method, printed beside ours
@@ -151,7 +155,7 @@ class CoreConfig:
 # finished folder stays complete) and of a table's results folder (`--set
 # fast_chunk_size=4` or `--device gpu` trains into the table's own folders)
 PLACEMENT_KEYS = ("output_dir", "checkpoint_every", "device", "fast_chunk_size", "fast_lanes",
-                  "data_dir", "data_root", "allow_download")
+                  "fast_dense_updates", "data_dir", "data_root", "allow_download")
 
 
 def _coerce(field: dataclasses.Field, value):
@@ -226,17 +230,19 @@ def check_name(key: str, value) -> None:
 
 
 # keys that take one of a fixed set of values, each set imported from the module that acts on
-# the key. Three sets are held here because the modules that act on them import TensorFlow,
+# the key. Four sets are held here because the modules that act on them import TensorFlow,
 # which a config check must not load: backend (engine.backends.BACKENDS), client_optimizer
 # (algorithms.client_optimizer.OPTIMIZERS), input_normalization (engine.experiment.normalized,
-# which reads this set); tests/test_config_choices.py checks that those modules accept
-# exactly these.
+# which reads this set), fast_dense_updates (engine.low_rank.DENSE_UPDATES);
+# tests/test_config_choices.py checks that those modules accept exactly these.
 BACKEND_NAMES = ("tff", "fast")
 CLIENT_OPTIMIZERS = ("sgd", "adam", "adam_keras")
 INPUT_NORMALIZATIONS = ("unit", "standardize")
+DENSE_UPDATES = ("auto", "low_rank", "per_client")
 CHOICES = {
     "partition": PARTITIONS,
     "input_normalization": INPUT_NORMALIZATIONS,
+    "fast_dense_updates": DENSE_UPDATES,
     "client_optimizer": CLIENT_OPTIMIZERS,
     "sampling": SAMPLINGS,
     "accountant": ACCOUNTANTS,

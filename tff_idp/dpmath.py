@@ -17,6 +17,21 @@ def norms_per_client(tensors):
         for t in tensors]))
 
 
+def clip_scales(norm, clips):
+    """min(1, C_k / ||Delta_k||_2) per client (GDPFed Alg. 1 line 12; 003 Alg. 2 line 11)
+    from pre-clip norms [K] and clips [K] (``C_k = inf``: 1), and 1/0 whether client k was
+    clipped: (scales [K], clipped indicators [K])."""
+    scale = tf.minimum(1.0, clips / tf.maximum(norm, 1e-12))
+    scale = tf.where(tf.math.is_inf(clips), tf.ones_like(scale), scale)
+    return scale, tf.cast(norm > clips, tf.float32)
+
+
+def scaled_per_client(tensors, scale):
+    """Each client's tensors ([K, ...]) times its scale [K]."""
+    return [t * tf.reshape(scale, tf.concat([[-1], tf.ones([tf.rank(t) - 1], tf.int32)], 0))
+            for t in tensors]
+
+
 def clip_by_l2(tensors, clips):
     """Delta_bar_k = Delta_k * min(1, C_k / ||Delta_k||_2) for every client k (GDPFed Alg. 1
     line 12; 003 Alg. 2 line 11), on tensors with a leading client axis [K, ...] and clips
@@ -25,11 +40,8 @@ def clip_by_l2(tensors, clips):
     Returns (clipped tensors, pre-clip norms [K], clipped indicators [K]). ``C_k = inf`` keeps
     client k's update unchanged."""
     norm = norms_per_client(tensors)
-    scale = tf.minimum(1.0, clips / tf.maximum(norm, 1e-12))
-    scale = tf.where(tf.math.is_inf(clips), tf.ones_like(scale), scale)
-    out = [t * tf.reshape(scale, tf.concat([[-1], tf.ones([tf.rank(t) - 1], tf.int32)], 0))
-           for t in tensors]
-    return out, norm, tf.cast(norm > clips, tf.float32)
+    scale, clipped = clip_scales(norm, clips)
+    return scaled_per_client(tensors, scale), norm, clipped
 
 
 def _normal(shape, dtype, stddev, seed, index, stream):

@@ -24,11 +24,13 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+from .. import dpmath
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..learning.optimizer import client_optimizer
 from ..learning.process import (GROUP, SEED, SLOT, build_group_dp_process,
                                 compose_group_dp_fed_avg)
+from . import low_rank
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release
@@ -229,6 +231,9 @@ class FastBackend:
         # every phase of epochs (memory: one copy of a client's examples, not one per phase)
         self.gathered = [c or (bool(ph.epochs) and self.cohort_model is not None)
                          for c, ph in zip(self.cached, program.phases)]
+        # Dense kernels trained as low-rank updates (engine.low_rank; [] for none)
+        self.factored = low_rank.factored_kernels(cfg, self.cohort_model, program,
+                                                  self.trainer, self.query)
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
 
     @property
@@ -252,9 +257,31 @@ class FastBackend:
                                                             counts, support)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.query.client_extra(groups, seeds, slots, noised)
-        stats = tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
-                          tf.reduce_sum(bit)])
-        return sums, extra, stats
+        return sums, extra, _stats(norm, clipped, losses, bit)
+
+    def _aggregate_factored(self, out, factors, losses, groups, seeds, state, counts):
+        """:meth:`_aggregate` of updates whose Dense kernels are :class:`low_rank.
+        DenseFactors` (``out`` holds a zero [K] in their place): the query's
+        ``client_math`` in its parts, the norms and the group sums of those kernels from
+        the factors; each client's noise share as the per-client path draws it (the query
+        reads the sums alone, ``sums_only``)."""
+        factored = dict(zip(self.factored, factors))
+        norm = tf.sqrt(tf.square(dpmath.norms_per_client(out))
+                       + tf.add_n([f.sq_norms() for f in factors]))
+        scale, clipped = self.query.clip_scales(norm, groups, state)
+        like = [tf.TensorSpec([None] + w.shape.as_list()) if i in factored else t
+                for i, (t, w) in enumerate(zip(out, self._weights))]
+        noise = self.query.client_noise(like, groups, seeds, state, counts)
+        sums = []
+        for i, t in enumerate(out):
+            if i in factored:
+                s = factored[i].group_sums(groups, scale)
+            else:
+                s = tf.tensordot(groups, dpmath.scaled_per_client([t], scale)[0], axes=[[0], [0]])
+            sums.append(s if noise is None else s + tf.tensordot(groups, noise[i], axes=[[0], [0]]))
+        bit = self.query.client_bits(norm, clipped, seeds, state, counts)
+        return sums, self.query.client_extra_zeros(self._weights), \
+            _stats(norm, clipped, losses, bit)
 
     def _chunk_sums(self, weights, state, data, tags, counts, lr, personal):
         """Per-group sums of the noised, clipped outputs of a chunk of clients, the sum of
@@ -264,6 +291,11 @@ class FastBackend:
         rows of the personal store, [K, ...] per personal tensor."""
         program = self.program
         groups, seeds, slots = tags
+        if self.factored:                         # together, Dense kernels as factors
+            out, factors, losses = self._train_factored(weights, data[0], lr)
+            sums, extra, stats = self._aggregate_factored(out, factors, losses, groups, seeds,
+                                                          state, counts)
+            return sums, extra, stats, []
         if self.cohort_model is not None:        # the chunk's clients train together
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
@@ -316,6 +348,27 @@ class FastBackend:
         if lanes == 1:
             return finals[0], losses[0]
         return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
+
+    def _train_factored(self, weights, data, lr):
+        """:func:`low_rank.train_factored` of the chunk's clients in ``fast_lanes``
+        sub-cohorts (:meth:`_train_lanes`): (what each sends, with a zero [K] in a factored
+        kernel's place; :class:`low_rank.DenseFactors` per factored kernel; mean losses)."""
+        k = tf.shape(data[0])[0]
+        lanes = self.cfg.fast_lanes
+        width = (k + lanes - 1) // lanes
+        parts = []
+        for lane in range(lanes):
+            a, b = tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k)
+            parts.append(low_rank.train_factored(
+                self.trainer, self.cohort_model, self.program, weights, self.factored,
+                tuple(x if x is None else x[a:b] for x in data[:3]), lr, self.specs[0]))
+        if lanes == 1:
+            return parts[0]
+        outs, factors, losses = zip(*parts)
+        return ([tf.concat(ts, 0) for ts in zip(*outs)],
+                [low_rank.DenseFactors(tf.concat([f.xs for f in fs], 0),
+                                       tf.concat([f.ds for f in fs], 0))
+                 for fs in zip(*factors)], tf.concat(losses, 0))
 
     def _phase_arrays(self, examples, phase, gathered, shared):
         """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples
@@ -402,6 +455,13 @@ class FastBackend:
         return {**{col: values[k] for k, col in self.diagnostics.items()},
                 "adaptive_clip": next_clip if self.query.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
+
+
+def _stats(norm, clipped, losses, bit):
+    """A chunk's summed statistics: pre-clip norms, clipped indicators, losses, noised
+    adaptive-clipping bits."""
+    return tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
+                     tf.reduce_sum(bit)])
 
 
 def _any_chunk_size(args):

@@ -39,7 +39,7 @@ path's, and the test above holds the two to 1e-5.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 import tensorflow as tf
 
@@ -131,6 +131,10 @@ class CohortModel:
             self._heads = list(zip(heads, tensors))
             self.readout_tensors = [i for idx in tensors for i in idx]
 
+    def dense_kernels(self) -> list:
+        """(layer, index in ``trainable_variables``) of every Dense layer's kernel."""
+        return [(layer, idx[0]) for layer, idx in self._slots if isinstance(layer, L.Dense)]
+
     @staticmethod
     def supports(model) -> bool:
         return _unsupported_reason(model) is None
@@ -140,9 +144,13 @@ class CohortModel:
         return _unsupported_reason(model)
 
     @_not_converted
-    def apply(self, params: List[tf.Tensor], x: tf.Tensor, upto=None) -> tf.Tensor:
+    def apply(self, params: List, x: tf.Tensor, upto=None, record=None) -> tf.Tensor:
         """Logits [K, B, ...] of every client's model on its own inputs ``x`` [K, B, ...]
-        (``upto``: the output of that layer instead, [K, B, ...])."""
+        (``upto``: the output of that layer instead, [K, B, ...]). A Dense kernel in
+        ``params`` may be a :class:`FactoredKernel`; ``record(rows, outputs)`` is then called
+        for each such layer in order with its inputs as rows [K, n, i] and its
+        pre-activation outputs [K, n, o] (d loss / d outputs, with the inputs, is the
+        kernel's gradient), and its result taken as the outputs (a tape may watch them)."""
         k = tf.shape(x)[0]
         out = {}                                  # layer name -> (activation, layout)
         for layer, idx in self._slots:
@@ -153,7 +161,7 @@ class CohortModel:
             ins = [out[p.name] for p in _inputs_of(self.model, layer)]
             if not ins:                           # a Sequential model's first layer
                 ins = [(x, _CLIENTS)]
-            out[layer.name] = _apply_layer(layer, ins, w, k)
+            out[layer.name] = _apply_layer(layer, ins, w, k, record)
             if layer is upto:
                 break
         h, layout = out[(upto or self.model.layers[-1]).name]
@@ -195,7 +203,7 @@ class CohortModel:
         return out
 
 
-def _apply_layer(layer, ins, w, k):
+def _apply_layer(layer, ins, w, k, record=None):
     """One layer for K clients: (output, layout) from its inputs' (activation, layout)."""
     h, layout = ins[0]
     if isinstance(layer, L.Add):
@@ -217,7 +225,8 @@ def _apply_layer(layer, ins, w, k):
         h = _to_clients(h, layout, k)
         return tf.reshape(h, [k, tf.shape(h)[1], -1]), _CLIENTS
     if isinstance(layer, L.Dense):
-        return layer.activation(_dense(_to_clients(h, layout, k), w, layer.use_bias)), _CLIENTS
+        z = _dense(_to_clients(h, layout, k), w, layer.use_bias, record)
+        return layer.activation(z), _CLIENTS
     if isinstance(layer, (L.ReLU, L.Activation)):
         return layer(h), layout                   # elementwise: any layout
     if isinstance(layer, L.Embedding):
@@ -273,14 +282,41 @@ def _group_norm(layer, h, w, k):
     return tf.reshape(out, s)
 
 
-def _dense(h, w, use_bias):
-    """[K, B, ..., i] x [K, i, o] (+ [K, o])."""
+class FactoredKernel(NamedTuple):
+    """K clients' Dense kernels as one shared matrix plus a low-rank change each,
+    ``W_k = shared + xs[k]^T ds[k]`` (shared [i, o], xs [K, R, i], ds [K, R, o]): what SGD
+    with momentum leaves after a few local steps (``tff_idp.engine.low_rank``), applied
+    without forming any client's [i, o] matrix."""
+    shared: tf.Tensor
+    xs: tf.Tensor
+    ds: tf.Tensor
+
+    def times(self, rows):
+        """rows [K, n, i] times each client's kernel: rows W0 + (rows xs^T) ds, [K, n, o]
+        (issue 79's forward; its gradient to the rows, dy W0^T + (dy ds^T) xs, is
+        TensorFlow's of this expression)."""
+        s = tf.shape(rows)
+        common = tf.matmul(tf.reshape(rows, [-1, s[2]]), self.shared)
+        common = tf.reshape(common, tf.stack([s[0], s[1], tf.shape(self.shared)[1]]))
+        return common + tf.matmul(tf.matmul(rows, self.xs, transpose_b=True), self.ds)
+
+
+def _dense(h, w, use_bias, record=None):
+    """[K, B, ..., i] x [K, i, o] (+ [K, o]); a :class:`FactoredKernel` in the low-rank
+    form (its rows and outputs passed through ``record``, :meth:`CohortModel.apply`)."""
     shape = tf.shape(h)
     flat = tf.reshape(h, [shape[0], -1, shape[-1]])
-    y = tf.matmul(flat, w[0])
+    if isinstance(w[0], FactoredKernel):
+        y = w[0].times(flat)
+        out_dim = tf.shape(w[0].shared)[-1:]
+    else:
+        y = tf.matmul(flat, w[0])
+        out_dim = tf.shape(w[0])[-1:]
     if use_bias:
         y = y + w[1][:, None, :]
-    return tf.reshape(y, tf.concat([shape[:-1], tf.shape(w[0])[-1:]], 0))
+    if isinstance(w[0], FactoredKernel) and record is not None:
+        y = record(flat, y)
+    return tf.reshape(y, tf.concat([shape[:-1], out_dim], 0))
 
 
 def _lstm(layer, h, w):

@@ -109,6 +109,9 @@ class GroupGaussianQuery:
     # an empty group's sum is released with its noise (module docstring); the round loop
     # runs a round with no client at all through the aggregator for the same reason
     noise_in_empty_rounds = True
+    # what the server reads of the clients is their per-group sums alone (no client's own
+    # output, as PFA's public rows): a runner may form the sums without each client's tensors
+    sums_only = True
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
@@ -166,24 +169,47 @@ class GroupGaussianQuery:
         Returns (noised tensors [K, ...], pre-clip norms [K], clipped indicators [K], noised
         adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
         N(0, count_stddev^2), 0 without adaptive clipping)."""
-        clipped, norm, was_clipped = dpmath.clip_by_l2(
-            tensors, tf.linalg.matvec(groups, state["clips"]))
-        if self.noise_draw == "client":
-            shares = self._noise_share(groups, state, counts)
-            noise = self._on_shared(dpmath.gaussian_noise_per_client(clipped, shares, seeds))
-            if support is not None:
-                noise = [n if m is None else n * m for n, m in zip(noise, support)]
-            noised = [c + n for c, n in zip(clipped, noise)]
-        else:                                   # the server draws the group's noise
-            noised = clipped
+        norm = dpmath.norms_per_client(tensors)
+        scale, was_clipped = self.clip_scales(norm, groups, state)
+        clipped = dpmath.scaled_per_client(tensors, scale)
+        noise = self.client_noise(clipped, groups, seeds, state, counts, support)
+        noised = clipped if noise is None else [c + n for c, n in zip(clipped, noise)]
+        return noised, norm, was_clipped, self.client_bits(norm, was_clipped, seeds, state,
+                                                           counts)
+
+    # client_math in parts, for a runner that holds a client's update in another form than
+    # its tensors (the fast backend's factored Dense updates, ``engine.low_rank``): the
+    # clip scales from the pre-clip norms, the noise shares, the adaptive-clipping bits
+
+    def clip_scales(self, norm, groups, state):
+        """min(1, C_m / ||Delta_k||) per client from its pre-clip norm [K] (Alg. 1 line
+        12): (scales [K], clipped indicators [K])."""
+        return dpmath.clip_scales(norm, tf.linalg.matvec(groups, state["clips"]))
+
+    def client_noise(self, like, groups, seeds, state, counts, support=None):
+        """Each client's share of its group's noise, drawn from its own seed (Alg. 1 line 13),
+        per tensor [K, ...] of the shapes of ``like`` (tensors or ``tf.TensorSpec`` with the
+        client axis first), on the shared coordinates and the ``support`` where given; None
+        when the server draws the noise (``noise_draw="group"``)."""
+        if self.noise_draw != "client":
+            return None
+        shares = self._noise_share(groups, state, counts)
+        noise = self._on_shared(dpmath.gaussian_noise_per_client(like, shares, seeds))
+        if support is not None:
+            noise = [n if m is None else n * m for n, m in zip(noise, support)]
+        return noise
+
+    def client_bits(self, norm, was_clipped, seeds, state, counts):
+        """Adaptive clipping's noised bits [K] (Andrew et al. Alg. 1): (1[norm <= C] - 1/2)
+        plus the client's share of N(0, count_stddev^2); zeros without adaptive clipping."""
         bit = tf.zeros_like(norm)
-        if self.adaptive is not None:
-            cohort = tf.maximum(tf.reduce_sum(counts), 1.0)
-            share = state["count_stddev"] / tf.sqrt(cohort)
-            bit_noise = dpmath.gaussian_noise_per_client(
-                [bit], tf.fill(tf.shape(norm), share), seeds, stream=1)[0]
-            bit = (1.0 - was_clipped) - 0.5 + bit_noise
-        return noised, norm, was_clipped, bit
+        if self.adaptive is None:
+            return bit
+        cohort = tf.maximum(tf.reduce_sum(counts), 1.0)
+        share = state["count_stddev"] / tf.sqrt(cohort)
+        bit_noise = dpmath.gaussian_noise_per_client(
+            [bit], tf.fill(tf.shape(norm), share), seeds, stream=1)[0]
+        return (1.0 - was_clipped) - 0.5 + bit_noise
 
     def state_update_math(self, state, bit_sum, counts):
         """Adaptive clipping's server step (Andrew et al. Alg. 1): b = bit_sum / (expected

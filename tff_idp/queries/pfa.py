@@ -84,6 +84,9 @@ class PFAQuery(GroupGaussianQuery):
     top-``pfa.rank`` principal subspace of ``pfa.public_group``'s individually noised client
     updates (:class:`PFAProjection`)."""
 
+    # the server reads each public client's noised update (client_extra), not sums alone
+    sums_only = False
+
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
                  expected_cohorts: Sequence[float], weights: Optional[Sequence[float]] = None,
                  pfa: PFAProjection = PFAProjection(),

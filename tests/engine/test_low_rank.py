@@ -1,0 +1,151 @@
+"""The fast backend's low-rank Dense updates (``tff_idp.engine.low_rank``, issue 79) are the
+per-client computation in another summation order: a client's trained kernel, its update's
+norm and a group's clipped sum from the factors match the materialised per-client
+training (float32), with momentum, padded steps and a kernel on the raw inputs without
+bias; a whole round matches the per-client path and the TFF backend with clipping, noise
+and GDPFed+'s top-k; the path is taken only where it is exact."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_idp import config
+from tff_idp.algorithms.client_work import ALL, ClientTrainer, CohortData, PhaseBatches
+from tff_idp.algorithms.round_parts import Phase, client_output, server_update
+from tff_idp.algorithms.client_work import ClientProgram
+from tff_idp.engine import low_rank
+from tff_idp.engine.cohort_model import CohortModel
+from tff_idp.models.split import split_model
+
+from .test_backends import _experiment, _run
+
+L = tf.keras.layers
+
+
+def _conv_model():
+    tf.keras.utils.set_random_seed(1)
+    return tf.keras.Sequential([
+        L.Input((6, 6, 1)), L.Conv2D(3, 3, activation="relu"), L.Flatten(),
+        L.Dense(20, activation="relu"), L.Dense(4)])
+
+
+def _sequence_model():
+    """A Dense kernel on the raw inputs, at every position, without bias (its outputs
+    depend on nothing the tape watches but through the factors)."""
+    tf.keras.utils.set_random_seed(2)
+    return tf.keras.Sequential([
+        L.Input((3, 7)), L.Dense(9, use_bias=False, activation="tanh"), L.Flatten(),
+        L.Dense(4)])
+
+
+def _materialised(trainer, cm, weights, data, lr):
+    k = data.xs.shape[0]
+    start = [tf.repeat(w[None], k, axis=0) for w in weights]
+    final, loss = trainer.train_cohort_phases(cm, start, [PhaseBatches(data, ALL)], lr)
+    return [f - s for f, s in zip(final, start)], loss
+
+
+@pytest.mark.parametrize("make,momentum,padded", [
+    (_conv_model, 0.9, True), (_conv_model, 0.0, True), (_sequence_model, 0.5, True),
+    # no padding weights (a phase of steps: the backend's case), every step real
+    (_conv_model, 0.9, False)])
+def test_factored_training_is_the_per_client_training(make, momentum, padded):
+    model = make()
+    cm = CohortModel(model)
+    rng = np.random.default_rng(0)
+    k, steps, batch = 5, 4, 3
+    xs = tf.constant(rng.normal(size=(k, steps, batch) + model.input_shape[1:]), tf.float32)
+    ys = tf.constant(rng.integers(0, 4, size=(k, steps, batch)))
+    ws = np.ones((k, steps, batch), np.float32)
+    ws[1, 2] = 0.0                 # a step of padding alone: no update, no momentum step
+    ws[3, :, 1:] = 0.0             # short batches
+    data = CohortData(xs, ys, tf.constant(ws) if padded else None)
+    weights = [tf.constant(w) for w in model.get_weights()]
+    trainer = ClientTrainer("sgd", momentum)
+    program = ClientProgram([Phase("all", steps, None)], split_model(model, "none"),
+                            client_output, server_update)
+    kernels = [idx for _, idx in cm.dense_kernels()]
+    lr = tf.constant(0.3)
+    want, want_loss = tf.function(lambda: _materialised(trainer, cm, weights, data, lr))()
+    got, factors, loss = tf.function(lambda: low_rank.train_factored(
+        trainer, cm, program, weights, kernels, data[:3], lr, ALL))()
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
+    for i, (w, g) in enumerate(zip(want, got)):
+        if i in kernels:
+            assert g.shape == (k,) and not np.any(g)       # a zero in the kernel's place
+        else:
+            np.testing.assert_allclose(g, w, atol=1e-6)
+    for idx, f in zip(kernels, factors):
+        delta = np.einsum("kri,kro->kio", f.xs.numpy(), f.ds.numpy())
+        scale = np.abs(want[idx].numpy()).max()
+        assert scale > 1e-3                                # the kernel did move
+        np.testing.assert_allclose(delta, want[idx], atol=1e-6 * max(1.0, scale))
+        np.testing.assert_allclose(f.sq_norms(), np.sum(want[idx].numpy() ** 2, axis=(1, 2)),
+                                   rtol=1e-4)
+        groups = tf.one_hot([0, 2, 0, 1, 2], 3)
+        clip = tf.constant(rng.uniform(0.2, 1.0, k), tf.float32)
+        np.testing.assert_allclose(
+            f.group_sums(groups, clip),
+            np.einsum("km,k,kio->mio", groups.numpy(), clip.numpy(), want[idx].numpy()),
+            atol=1e-6 * max(1.0, scale))
+
+
+def _factored_runner(method, mode, extra):
+    exp = _experiment(method, extra + (f'fast_dense_updates="{mode}"',))
+    weights, rows = _run(exp, method, "fast", mode="cohort")
+    return exp, weights, rows
+
+
+CNN = ('dataset="synthetic:fashion_mnist"', 'model="cnn2"', "num_clients=30", "rounds=1")
+
+
+@pytest.mark.parametrize("method,extra", [
+    # GDPFed+: three groups, top-k of the group sums, clipping active, momentum 0.9
+    ("gdpfed_plus", ("momentum=0.9", "clip=0.05")),
+    # IDP-FedAvg: adaptive clipping's bits from the factors' norms; chunks of 4, the first
+    # full (a graph of known sizes) and a part chunk after it
+    ("idp_fedavg", ("fast_chunk_size=4",)),
+])
+def test_a_round_with_factored_kernels_is_the_per_client_round(method, extra):
+    _, per_client, rows = _factored_runner(method, "per_client", CNN + extra)
+    exp, factored, rows_lr = _factored_runner(method, "low_rank", CNN + extra)
+    for a, b in zip(per_client, factored):
+        np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
+    assert rows_lr[0]["test_accuracy"] == pytest.approx(rows[0]["test_accuracy"], abs=2e-3)
+
+
+def test_the_factored_round_matches_the_tff_backend():
+    """One round of DP-FedAvg on the CNN, noise on: the TFF backend's model to 1e-5 (over
+    more rounds the noised model's training amplifies last-bit differences past it:
+    test_backends holds the per-client path to TFF over two)."""
+    exp = _experiment("dp_fedavg", CNN + ("budgets=[2.0]", "group_ratios=[1.0]",
+                                          'fast_dense_updates="low_rank"'))
+    tff_w, _ = _run(exp, "dp_fedavg", "tff")
+    fast_w, _ = _run(exp, "dp_fedavg", "fast", mode="cohort")
+    for a, b in zip(tff_w, fast_w):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def _kernels(method, extra):
+    from tff_idp.engine import loop
+    exp = _experiment(method, ("backend=\"fast\"",) + CNN + extra)
+    runner, _, _ = loop.make_runner(exp, method, "fast")
+    return runner.factored
+
+
+@pytest.mark.parametrize("method,extra,want", [
+    # auto: the 1024 x 512 kernel (4 R (i + o) = 4 x 30 x 1536 <= 524,288), not 512 x 10
+    ("dp_fedavg", (), [4]),
+    ("dp_fedavg", ('fast_dense_updates="low_rank"',), [4, 6]),
+    ("dp_fedavg", ('fast_dense_updates="per_client"',), []),
+    ("dp_fedavg", ('client_optimizer="adam"',), []),            # not linear in gradients
+    ("dp_fedavg", ("weight_decay=0.001",), []),                  # a term in W itself
+    ("dp_fedavg", ("local_epochs=1",), []),                      # steps vary by client
+    ("pfa", (), []),                                             # its server reads rows
+    ("fedrep", (), []),                                          # a personal head
+])
+def test_the_low_rank_path_is_taken_only_where_it_is_exact(method, extra, want):
+    assert _kernels(method, extra) == want
+
+
+def test_the_dense_update_modes_are_the_configs():
+    assert low_rank.DENSE_UPDATES == config.DENSE_UPDATES
