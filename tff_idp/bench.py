@@ -42,14 +42,15 @@ from .engine.segments import describe as where, machine
 
 
 # stock TFF; our TFF backend; our fast backend with each client drawing its noise share
-# (noise_draw="client") or the server drawing each group's noise (noise_draw="group"), and
-# with every Dense kernel a matrix per client (fast_dense_updates="per_client": the path
+# (noise_draw="client"), the clients' shares drawn as one sum per group
+# (fast_noise_shares="summed"), the server drawing each group's noise (noise_draw="group"),
+# and with every Dense kernel a matrix per client (fast_dense_updates="per_client": the path
 # before the low-rank updates, engine.low_rank; the others take the config's "auto");
 # the fast backend's client training alone (the profile's first part: ours_fast minus it is
 # clip, noise, sums and the Python between chunks); plain TF training of the same
 # example-steps
-RUNNERS = ("stock", "tff", "fast", "fast_group", "fast_per_client", "fast_train", "ceiling",
-           "eval")
+RUNNERS = ("stock", "tff", "fast", "fast_summed", "fast_group", "fast_per_client", "fast_train",
+           "ceiling", "eval")
 IMAGE_MODELS = ("cnn2", "cnn2_same", "cnn3", "simple_cnn", "resnet18", "resnet20")
 # per model: (clients per round, local steps, batch, momentum) of its GDPFed Table I column
 SETTINGS = {"char_lstm": (71, 30, 4, 0.9), "char_lstm_torch": (71, 30, 4, 0.9)}
@@ -308,11 +309,13 @@ def _bench(args, only, tff):
     modes = {}
     chunks = args.chunks or [(cfg.fast_chunk_size, cfg.fast_lanes)]
     for name, cls, draw in (("tff", TFFBackend, "client"), ("fast", FastBackend, "client"),
+                            ("fast_summed", FastBackend, "client"),
                             ("fast_group", FastBackend, "group"),
                             ("fast_per_client", FastBackend, "client")):
         if name not in only:
             continue
         dense = "per_client" if name == "fast_per_client" else cfg.fast_dense_updates
+        shares = "summed" if name == "fast_summed" else cfg.fast_noise_shares
         fast = cls is FastBackend
         for chunk, lanes in chunks if fast else chunks[:1]:
             label = f"ours_{name}" + (f"@{chunk}" + (f"x{lanes}" if lanes > 1 else "")
@@ -320,7 +323,8 @@ def _bench(args, only, tff):
             factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0],
                                            noise_draw=draw)
             runner = cls(dataclasses.replace(cfg, fast_chunk_size=chunk, fast_lanes=lanes,
-                                             fast_dense_updates=dense),
+                                             fast_dense_updates=dense,
+                                             fast_noise_shares=shares),
                          plan, model_fn, w0, factory, spec, program)
             modes[label] = runner.mode + (f", low-rank kernels {runner.factored}"
                                           if fast and runner.factored else "")

@@ -126,6 +126,10 @@ class CoreConfig:
     # cheaper), "low_rank" (wherever exact) or "per_client" (a matrix per client); the same
     # arithmetic in another summation order (tff_idp.engine.low_rank, docs/backends.md)
     fast_dense_updates: str = "auto"
+    # the fast backend's client noise shares: "each" drawn from its client's seed, or
+    # "summed": one draw of their sum per group where only the sums are read (the same
+    # distribution, another random stream; docs/backends.md)
+    fast_noise_shares: str = "each"
     # seeds the partition, sampling, noise and initial model
     seed: int = 0
     # the paper's reported test accuracy (%) per method, printed beside ours
@@ -230,19 +234,22 @@ def check_name(key: str, value) -> None:
 
 
 # keys that take one of a fixed set of values, each set imported from the module that acts on
-# the key. Four sets are held here because the modules that act on them import TensorFlow,
+# the key. Five sets are held here because the modules that act on them import TensorFlow,
 # which a config check must not load: backend (engine.backends.BACKENDS), client_optimizer
 # (algorithms.client_optimizer.OPTIMIZERS), input_normalization (engine.experiment.normalized,
-# which reads this set), fast_dense_updates (engine.low_rank.DENSE_UPDATES);
-# tests/test_config_choices.py checks that those modules accept exactly these.
+# which reads this set), fast_dense_updates (engine.low_rank.DENSE_UPDATES),
+# fast_noise_shares (engine.backends.NOISE_SHARES); tests/test_config_choices.py checks
+# that those modules accept exactly these.
 BACKEND_NAMES = ("tff", "fast")
 CLIENT_OPTIMIZERS = ("sgd", "adam", "adam_keras")
 INPUT_NORMALIZATIONS = ("unit", "standardize")
 DENSE_UPDATES = ("auto", "low_rank", "per_client")
+NOISE_SHARES = ("each", "summed")
 CHOICES = {
     "partition": PARTITIONS,
     "input_normalization": INPUT_NORMALIZATIONS,
     "fast_dense_updates": DENSE_UPDATES,
+    "fast_noise_shares": NOISE_SHARES,
     "client_optimizer": CLIENT_OPTIMIZERS,
     "sampling": SAMPLINGS,
     "accountant": ACCOUNTANTS,

@@ -16,7 +16,7 @@ from tff_idp.engine import low_rank
 from tff_idp.engine.cohort_model import CohortModel
 from tff_idp.models.split import split_model
 
-from .test_backends import _experiment, _run
+from .test_backends import _experiment, _run, _silence
 
 L = tf.keras.layers
 
@@ -147,5 +147,63 @@ def test_the_low_rank_path_is_taken_only_where_it_is_exact(method, extra, want):
     assert _kernels(method, extra) == want
 
 
-def test_the_dense_update_modes_are_the_configs():
+def test_the_dense_update_modes_and_noise_shares_are_the_configs():
+    from tff_idp.engine.backends import NOISE_SHARES
     assert low_rank.DENSE_UPDATES == config.DENSE_UPDATES
+    assert NOISE_SHARES == config.NOISE_SHARES
+
+
+def test_a_summed_draw_has_the_distribution_of_the_clients_shares():
+    """Issue 79 item 2: ``client_noise_sum`` draws group m's sum of shares as
+    N(0, sum_k share_k^2) per coordinate; the sums of per-client draws (``client_noise``)
+    over the same groups have the same distribution (two-sample KS per group on 40,000
+    coordinates, and each group's standard deviation: s_m, since k_m shares of
+    s_m^2 / k_m sum to it)."""
+    from scipy import stats
+    from tff_idp.queries import GroupGaussianQuery
+    query = GroupGaussianQuery([1.0] * 3, [0.5, 2.0, 8.0], [3.0, 2.0, 1.0])
+    state = query.initial_state_tensors()
+    groups = tf.one_hot([0, 0, 0, 1, 1, 2], 3)
+    counts = tf.reduce_sum(groups, 0)
+    like = [tf.zeros([6, 200, 200])]
+    seeds = tf.constant([[7, c] for c in range(6)], tf.int32)
+    each = tf.tensordot(groups, query.client_noise(like, groups, seeds, state, counts)[0],
+                        axes=[[0], [0]]).numpy().reshape(3, -1)
+    summed = query.client_noise_sum([tf.zeros([3, 200, 200])], groups, tf.constant([7, -1]),
+                                    state, counts)[0].numpy().reshape(3, -1)
+    for m, s in enumerate([0.5, 2.0, 8.0]):
+        assert stats.ks_2samp(each[m], summed[m]).pvalue > 1e-3
+        assert np.std(summed[m]) == pytest.approx(s, rel=0.02)
+        assert np.std(each[m]) == pytest.approx(s, rel=0.02)
+    assert not np.allclose(each, summed)          # another random stream
+
+
+@pytest.mark.parametrize("method,extra,summed", [
+    ("dp_fedavg", ('fast_noise_shares="summed"',), True),
+    ("gdpfed_plus", ('fast_noise_shares="summed"',), True),
+    ("dp_fedavg", (), False),                                     # "each": the default
+    ("pfa", ('fast_noise_shares="summed"',), False),              # public rows are read
+    ("dp_fedavg", ('fast_noise_shares="summed"', 'noise_draw="group"'), False),
+])
+def test_the_summed_draw_is_taken_only_where_the_sums_alone_are_read(method, extra, summed):
+    from tff_idp.engine import loop
+    exp = _experiment(method, ("backend=\"fast\"",) + CNN + extra)
+    runner, _, _ = loop.make_runner(exp, method, "fast")
+    assert runner.summed_noise is summed
+
+
+def test_a_summed_draw_leaves_the_clipped_sums_as_they_are():
+    """With the noise at zero the two draws give the same model (only the noise differs),
+    and with it on the run is another random stream of the same mechanism."""
+    extra = CNN + ("momentum=0.9",)
+    _, each, _ = _factored_runner("gdpfed_plus", "auto", extra)
+    _, summed, _ = _factored_runner("gdpfed_plus", "auto",
+                                    extra + ('fast_noise_shares="summed"',))
+    assert any(not np.allclose(a, b) for a, b in zip(each, summed))
+    silent = []
+    for draw in ("each", "summed"):
+        exp = _experiment("gdpfed_plus", extra + (f'fast_noise_shares="{draw}"',))
+        _silence(exp, "gdpfed_plus")
+        silent.append(_run(exp, "gdpfed_plus", "fast")[0])
+    for a, b in zip(*silent):
+        np.testing.assert_allclose(a, b, atol=1e-6)

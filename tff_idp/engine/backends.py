@@ -234,6 +234,11 @@ class FastBackend:
         # Dense kernels trained as low-rank updates (engine.low_rank; [] for none)
         self.factored = low_rank.factored_kernels(cfg, self.cohort_model, program,
                                                   self.trainer, self.query)
+        # the clients' noise shares drawn as one sum per group (fast_noise_shares="summed")
+        # where the server reads the sums alone and no client's noise has a support of its own
+        self.summed_noise = (cfg.fast_noise_shares == "summed"
+                             and self.query.noise_draw == "client" and self.query.sums_only
+                             and program.reparam is None)
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
 
     @property
@@ -249,12 +254,14 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
+    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None,
+                   shares=True):
         """Clip and noise K clients' updates (the query's ``client_math``, as the
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
-        contributions and statistics."""
+        contributions and statistics. ``shares=False``: without the clients' noise shares
+        (:attr:`summed_noise`: :meth:`step` draws their sum)."""
         noised, norm, clipped, bit = self.query.client_math(deltas, groups, seeds, state,
-                                                            counts, support)
+                                                            counts, support, noise=shares)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.query.client_extra(groups, seeds, slots, noised)
         return sums, extra, _stats(norm, clipped, losses, bit)
@@ -271,7 +278,8 @@ class FastBackend:
         scale, clipped = self.query.clip_scales(norm, groups, state)
         like = [tf.TensorSpec([None] + w.shape.as_list()) if i in factored else t
                 for i, (t, w) in enumerate(zip(out, self._weights))]
-        noise = self.query.client_noise(like, groups, seeds, state, counts)
+        noise = None if self.summed_noise else \
+            self.query.client_noise(like, groups, seeds, state, counts)
         sums = []
         for i, t in enumerate(out):
             if i in factored:
@@ -302,7 +310,7 @@ class FastBackend:
             final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
             sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
-                                                 counts, support)
+                                                 counts, support, not self.summed_noise)
             return sums, extra, stats, program.kept(final)
         sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
         extra = self.query.client_extra_zeros(weights)
@@ -318,7 +326,8 @@ class FastBackend:
             part, e, st = self._aggregate(
                 [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
                 slots[k:k + 1], state, counts,
-                None if support is None else [m if m is None else m[None] for m in support])
+                None if support is None else [m if m is None else m[None] for m in support],
+                not self.summed_noise)
             sums = [acc + p for acc, p in zip(sums, part)]
             extra, stats = extra + e, stats + st
             kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
@@ -435,6 +444,9 @@ class FastBackend:
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
             extra = self.query.client_extra_zeros(self._weights)
+        elif self.summed_noise:           # the clients' shares, summed per group, at once
+            sums = [s + n for s, n in zip(sums, self.query.client_noise_sum(
+                sums, tf.constant(groups), _summed_noise_seed(seeds), self.state, counts))]
         if canaries is not None and len(canaries[1]):
             c_sums, c_extra, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
@@ -455,6 +467,18 @@ class FastBackend:
         return {**{col: values[k] for k, col in self.diagnostics.items()},
                 "adaptive_clip": next_clip if self.query.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
+
+
+# the values of the config key ``fast_noise_shares`` (tff_idp.config.NOISE_SHARES, which a
+# test ties to this tuple)
+NOISE_SHARES = ("each", "summed")
+
+
+def _summed_noise_seed(seeds):
+    """The seed of a round's summed client noise (``fast_noise_shares="summed"``): the
+    round's noise seed (every client's seed is (it, client id)) with -1 in place of a
+    client id, a seed no client or canary (ids from 0) draws from."""
+    return tf.constant([seeds[0, 0], -1], tf.int32)
 
 
 def _stats(norm, clipped, losses, bit):

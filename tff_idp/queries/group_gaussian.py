@@ -160,7 +160,7 @@ class GroupGaussianQuery:
         return collections.OrderedDict((k, tf.constant(v, tf.float32))
                                        for k, v in self._params.items())
 
-    def client_math(self, tensors, groups, seeds, state, counts, support=None):
+    def client_math(self, tensors, groups, seeds, state, counts, support=None, noise=True):
         """K clients at once (tensors [K, ...], one-hot groups [K, M], seeds [K, 2]; K = 1
         in the TFF client computation): clip client k to C_m (Alg. 1 line 12), add its share
         of the group noise drawn from its own seed (line 13; ``noise_draw="client"``),
@@ -168,12 +168,14 @@ class GroupGaussianQuery:
         xi_i * M_tau, paper 001 Eq. 13).
         Returns (noised tensors [K, ...], pre-clip norms [K], clipped indicators [K], noised
         adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
-        N(0, count_stddev^2), 0 without adaptive clipping)."""
+        N(0, count_stddev^2), 0 without adaptive clipping). ``noise=False``: the shares
+        are left out, for a runner that draws their sum (:meth:`client_noise_sum`)."""
         norm = dpmath.norms_per_client(tensors)
         scale, was_clipped = self.clip_scales(norm, groups, state)
         clipped = dpmath.scaled_per_client(tensors, scale)
-        noise = self.client_noise(clipped, groups, seeds, state, counts, support)
-        noised = clipped if noise is None else [c + n for c, n in zip(clipped, noise)]
+        shares = self.client_noise(clipped, groups, seeds, state, counts, support) \
+            if noise else None
+        noised = clipped if shares is None else [c + n for c, n in zip(clipped, shares)]
         return noised, norm, was_clipped, self.client_bits(norm, was_clipped, seeds, state,
                                                            counts)
 
@@ -198,6 +200,19 @@ class GroupGaussianQuery:
         if support is not None:
             noise = [n if m is None else n * m for n, m in zip(noise, support)]
         return noise
+
+    def client_noise_sum(self, like, groups, seed, state, counts):
+        """The sum over K clients of their shares (:meth:`client_noise`, without a
+        ``support``) drawn at once: group m's sum gets N(0, sum_k groups[k, m] share_k^2)
+        per coordinate, the distribution of a sum of independent Gaussian shares (Alg. 1
+        line 13 summed over the group), from one ``seed`` (int32[2]); per tensor [M, ...]
+        of the shapes of ``like`` (the group sums). For a simulator that reads the sums
+        alone (``sums_only``): who draws is unchanged in the protocol, only the simulator
+        draws M numbers a coordinate instead of K."""
+        shares = self._noise_share(groups, state, counts)
+        std = tf.sqrt(tf.linalg.matvec(groups, tf.square(shares), transpose_a=True))   # [M]
+        noise = self._on_shared(dpmath.gaussian_noise_like(like, 1.0, seed))
+        return [tf.reshape(std, [-1] + [1] * (len(n.shape) - 1)) * n for n in noise]
 
     def client_bits(self, norm, was_clipped, seeds, state, counts):
         """Adaptive clipping's noised bits [K] (Andrew et al. Alg. 1): (1[norm <= C] - 1/2)
