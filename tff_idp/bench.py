@@ -332,15 +332,22 @@ def _bench(args, only, tff):
                                     args.warmup, args.rounds)
 
     if "fast_train" in only:         # the cohort's local steps alone, chunked as the backend
-        from .algorithms.client_work import LocalTraining
+        from .algorithms.client_work import ALL, LocalTraining
+        from .engine import low_rank
         from .engine.cohort_model import CohortModel
         cohort = CohortModel(model_fn())
         trainer = LocalTraining.of_config(cfg).trainer()
         weights = [tf.constant(w) for w in w0]
         lr = tf.constant(0.1)
         batches = (xs.reshape((k, steps, b) + shape), ys.reshape((k, steps, b) + targets))
-        train = tf.function(lambda x, y: trainer.train_cohort(cohort, weights, x, y, lr),
-                            reduce_retracing=True)
+        # as the backend trains: its Dense kernels in the low-rank form where it takes it
+        kernels = low_rank.factored_kernels(cfg, cohort, program, trainer,
+                                            GroupGaussianFactory([1.0], [1.0], [1.0]).query)
+        train = tf.function(
+            (lambda x, y: low_rank.train_factored(trainer, cohort, program, weights, kernels,
+                                                  (x, y, None), lr, ALL)) if kernels else
+            (lambda x, y: trainer.train_cohort(cohort, weights, x, y, lr)),
+            reduce_retracing=True)
         chunk = cfg.fast_chunk_size
 
         def train_round():

@@ -254,14 +254,13 @@ class FastBackend:
         self._weights = [tf.constant(w, tf.float32) for w in flat[:k]]
         self.state = tf.nest.pack_sequence_as(self.state, [tf.constant(x) for x in flat[k:]])
 
-    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None,
-                   shares=True):
+    def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
         """Clip and noise K clients' updates (the query's ``client_math``, as the
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
-        contributions and statistics. ``shares=False``: without the clients' noise shares
-        (:attr:`summed_noise`: :meth:`step` draws their sum)."""
-        noised, norm, clipped, bit = self.query.client_math(deltas, groups, seeds, state,
-                                                            counts, support, noise=shares)
+        contributions and statistics. With :attr:`summed_noise` without the clients' noise
+        shares: :meth:`step` draws their sum."""
+        noised, norm, clipped, bit = self.query.client_math(
+            deltas, groups, seeds, state, counts, support, noise=not self.summed_noise)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.query.client_extra(groups, seeds, slots, noised)
         return sums, extra, _stats(norm, clipped, losses, bit)
@@ -276,8 +275,7 @@ class FastBackend:
         norm = tf.sqrt(tf.square(dpmath.norms_per_client(out))
                        + tf.add_n([f.sq_norms() for f in factors]))
         scale, clipped = self.query.clip_scales(norm, groups, state)
-        like = [tf.TensorSpec([None] + w.shape.as_list()) if i in factored else t
-                for i, (t, w) in enumerate(zip(out, self._weights))]
+        like = [tf.TensorSpec([None] + w.shape.as_list()) for w in self._weights]
         noise = None if self.summed_noise else \
             self.query.client_noise(like, groups, seeds, state, counts)
         sums = []
@@ -310,7 +308,7 @@ class FastBackend:
             final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
             sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
-                                                 counts, support, not self.summed_noise)
+                                                 counts, support)
             return sums, extra, stats, program.kept(final)
         sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
         extra = self.query.client_extra_zeros(weights)
@@ -326,8 +324,7 @@ class FastBackend:
             part, e, st = self._aggregate(
                 [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
                 slots[k:k + 1], state, counts,
-                None if support is None else [m if m is None else m[None] for m in support],
-                not self.summed_noise)
+                None if support is None else [m if m is None else m[None] for m in support])
             sums = [acc + p for acc, p in zip(sums, part)]
             extra, stats = extra + e, stats + st
             kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
@@ -444,10 +441,9 @@ class FastBackend:
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
             extra = self.query.client_extra_zeros(self._weights)
-        elif self.summed_noise:           # the clients' shares, summed per group, at once
-            sums = [s + n for s, n in zip(sums, self.query.client_noise_sum(
-                sums, tf.constant(groups), _summed_noise_seed(seeds), self.state, counts))]
+        drawn = (groups, seeds)               # whose noise shares the round holds
         if canaries is not None and len(canaries[1]):
+            drawn = (np.concatenate([groups, canaries[1]]), np.concatenate([seeds, canaries[2]]))
             c_sums, c_extra, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
                 tf.constant(canaries[1]), tf.constant(canaries[2]),
@@ -455,6 +451,10 @@ class FastBackend:
             sums = [x + y for x, y in zip(sums, c_sums)]
             extra = extra + c_extra
             stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
+        if self.summed_noise and len(drawn[0]):   # their shares, summed per group, at once
+            sums = [s + n for s, n in zip(sums, self.query.client_noise_sum(
+                sums, tf.constant(drawn[0]), _summed_noise_seed(drawn[1]), self.state,
+                counts))]
         update, _ = self.query.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)

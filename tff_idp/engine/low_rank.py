@@ -181,16 +181,14 @@ def train_factored(trainer, cohort_model, program, weights, kernels, data, lr, s
         return params, state, fx, fd, velocity, coef
 
     loop = (tf.constant(0), params, state, fx, fd, velocity, coef)
-    # the step's own shapes for the weights and slots, any size for the rest (a chunk of
-    # one client, a phase of one step: one-hot rows of unknown length)
-    free = (loop[0].shape, [t.shape for t in params],
-            (tf.TensorShape([None]), tf.TensorShape([None]),
-             tf.nest.map_structure(lambda t: t.shape, state[2])),
-            [tf.TensorShape([None] * 4) for _ in fx], [tf.TensorShape([None] * 4) for _ in fd],
-            tf.TensorShape([None, None]), tf.TensorShape([None, None]))
+    # any number of clients (a chunk of one: a step's per-client factors have an unknown
+    # first axis) and any length of the factors (a phase of one step: one-hot rows)
+    free = tf.nest.map_structure(
+        lambda t: tf.TensorShape([None] * t.shape.rank) if t.shape.rank else t.shape, loop)
     _, params, state, fx, fd, velocity, coef = tf.while_loop(
         lambda s, *_: s < steps, lambda s, *rest: (s + 1,) + one_step(s, *rest), loop,
         shape_invariants=free)
+    params = [tf.ensure_shape(p, [None] + t.shape[1:]) for p, t in zip(params, start)]
     out, _ = program.send(start, params, batched=True)
     factors = [DenseFactors(f.xs, f.ds) for f in _factored(weights, kernels, fx, fd,
                                                              coef).values()]
