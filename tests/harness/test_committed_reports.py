@@ -35,6 +35,8 @@ REDRAWN = [
      "runs/gdpfed/ablations/fmnist-table8-same-padding.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-table2-baselines",
      "runs/gdpfed/ablations/fmnist-table2-baselines.toml"),
+    ("runs/gdpfed/reports/paper-fmnist/ablations-table5-dirichlet",
+     "runs/gdpfed/ablations/fmnist-table5-dirichlet.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations", "runs/gdpfed/ablations/fmnist-readings.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-dp-step",
      "runs/gdpfed/ablations/fmnist-dp-step.toml"),

@@ -269,8 +269,9 @@ class FastBackend:
         """:meth:`_aggregate` of updates whose Dense kernels are :class:`low_rank.
         DenseFactors` (``out`` holds a zero [K] in their place): the query's
         ``client_math`` in its parts, the norms and the group sums of those kernels from
-        the factors; each client's noise share as the per-client path draws it (the query
-        reads the sums alone, ``sums_only``)."""
+        the factors; each client's noise share drawn as the per-client path draws it, or
+        none here with :attr:`summed_noise` (the query reads the sums alone,
+        ``sums_only``)."""
         factored = dict(zip(self.factored, factors))
         norm = tf.sqrt(tf.square(dpmath.norms_per_client(out))
                        + tf.add_n([f.sq_norms() for f in factors]))
