@@ -170,9 +170,8 @@ class GroupGaussianQuery:
         adaptive-clipping bits [K]: (1[norm <= C] - 1/2) + its share of
         N(0, count_stddev^2), 0 without adaptive clipping). ``noise=False``: the shares
         are left out, for a runner that draws their sum (:meth:`client_noise_sum`)."""
-        norm = dpmath.norms_per_client(tensors)
-        scale, was_clipped = self.clip_scales(norm, groups, state)
-        clipped = dpmath.scaled_per_client(tensors, scale)
+        clipped, norm, was_clipped = dpmath.clip_by_l2(
+            tensors, tf.linalg.matvec(groups, state["clips"]))
         shares = self.client_noise(clipped, groups, seeds, state, counts, support) \
             if noise else None
         noised = clipped if shares is None else [c + n for c, n in zip(clipped, shares)]
