@@ -338,11 +338,8 @@ class FastBackend:
         loss per client). The lanes share no tensor, so TensorFlow's inter-op threads run
         them at once, one core each on a CPU (docs/backends.md); each client's arithmetic
         is the same as in one cohort."""
-        lanes = self.cfg.fast_lanes
-        width = (k + lanes - 1) // lanes
         finals, losses = [], []
-        for lane in range(lanes):
-            a, b = tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k)
+        for a, b in self._lanes(k):
             final, loss = self.trainer.train_cohort_phases(
                 self.cohort_model, [t[a:b] for t in start],
                 [PhaseBatches(CohortData(*(x if x is None else x[a:b] for x in d[:3]),
@@ -352,24 +349,27 @@ class FastBackend:
                 lr, self.cohort_model.readout_tensors)
             finals.append(final)
             losses.append(loss)
-        if lanes == 1:
+        if len(finals) == 1:
             return finals[0], losses[0]
         return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
+
+    def _lanes(self, k):
+        """(first, end) of each of the ``fast_lanes`` sub-cohorts of k clients, about k /
+        lanes each (the last ones may be smaller or empty)."""
+        lanes = self.cfg.fast_lanes
+        width = (k + lanes - 1) // lanes
+        return [(tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k))
+                for lane in range(lanes)]
 
     def _train_factored(self, weights, data, lr):
         """:func:`low_rank.train_factored` of the chunk's clients in ``fast_lanes``
         sub-cohorts (:meth:`_train_lanes`): (what each sends, with a zero [K] in a factored
         kernel's place; :class:`low_rank.DenseFactors` per factored kernel; mean losses)."""
-        k = tf.shape(data[0])[0]
-        lanes = self.cfg.fast_lanes
-        width = (k + lanes - 1) // lanes
-        parts = []
-        for lane in range(lanes):
-            a, b = tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k)
-            parts.append(low_rank.train_factored(
-                self.trainer, self.cohort_model, self.program, weights, self.factored,
-                tuple(x if x is None else x[a:b] for x in data[:3]), lr, self.specs[0]))
-        if lanes == 1:
+        parts = [low_rank.train_factored(
+            self.trainer, self.cohort_model, self.program, weights, self.factored,
+            tuple(x if x is None else x[a:b] for x in data[:3]), lr, self.specs[0])
+            for a, b in self._lanes(tf.shape(data[0])[0])]
+        if len(parts) == 1:
             return parts[0]
         outs, factors, losses = zip(*parts)
         return ([tf.concat(ts, 0) for ts in zip(*outs)],

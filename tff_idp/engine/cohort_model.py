@@ -306,16 +306,13 @@ def _dense(h, w, use_bias, record=None):
     form (its rows and outputs passed through ``record``, :meth:`CohortModel.apply`)."""
     shape = tf.shape(h)
     flat = tf.reshape(h, [shape[0], -1, shape[-1]])
-    if isinstance(w[0], FactoredKernel):
-        y = w[0].times(flat)
-        out_dim = tf.shape(w[0].shared)[-1:]
-    else:
-        y = tf.matmul(flat, w[0])
-        out_dim = tf.shape(w[0])[-1:]
+    factored = isinstance(w[0], FactoredKernel)
+    y = w[0].times(flat) if factored else tf.matmul(flat, w[0])
     if use_bias:
         y = y + w[1][:, None, :]
-    if isinstance(w[0], FactoredKernel) and record is not None:
+    if factored and record is not None:
         y = record(flat, y)
+    out_dim = tf.shape(w[0].shared if factored else w[0])[-1:]
     return tf.reshape(y, tf.concat([shape[:-1], out_dim], 0))
 
 

@@ -210,8 +210,7 @@ class GroupGaussianQuery:
         draws M numbers a coordinate instead of K."""
         shares = self._noise_share(groups, state, counts)
         std = tf.sqrt(tf.linalg.matvec(groups, tf.square(shares), transpose_a=True))   # [M]
-        noise = self._on_shared(dpmath.gaussian_noise_like(like, 1.0, seed))
-        return [tf.reshape(std, [-1] + [1] * (len(n.shape) - 1)) * n for n in noise]
+        return self._per_group_noise(like, std, seed)
 
     def client_bits(self, norm, was_clipped, seeds, state, counts):
         """Adaptive clipping's noised bits [K] (Andrew et al. Alg. 1): (1[norm <= C] - 1/2)
@@ -275,10 +274,15 @@ class GroupGaussianQuery:
         server from a secret seed or (noise_seed, round): the distribution the clients' shares give
         it (Alg. 1 line 13 summed over the group). ``groups`` ([M] 0/1, default all): the
         groups to noise (with ``noise_draw="client"``, the empty ones)."""
-        noise = self._on_shared(dpmath.gaussian_noise_like(sums, 1.0, self._round_seed(state)))
         std = state["noise_stddevs"] if groups is None else state["noise_stddevs"] * groups
-        return [s + tf.reshape(std, [-1] + [1] * (len(s.shape) - 1)) * n
-                for s, n in zip(sums, noise)]
+        return [s + n for s, n in zip(sums, self._per_group_noise(sums, std,
+                                                                  self._round_seed(state)))]
+
+    def _per_group_noise(self, like, std, seed):
+        """N(0, std_m^2) per coordinate of each group's row ([M, ...] per tensor of the
+        shapes of ``like``), on the shared coordinates, from ``seed`` (int32[2])."""
+        noise = self._on_shared(dpmath.gaussian_noise_like(like, 1.0, seed))
+        return [tf.reshape(std, [-1] + [1] * (len(n.shape) - 1)) * n for n in noise]
 
     def _round_seed(self, state, stream: int = 0):
         """int32[2] seed of the server's draws in this round (stream 1: the bit count's): a
