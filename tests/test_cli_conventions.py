@@ -96,16 +96,21 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys, monkeypatch):
     assert (f"  on {cpu_model()}, {os.cpu_count()} cores, intra-op threads default, host "
             f"{m['host']} (boot {m['boot']})\n") in printed
     # several chunk sizes and lanes: the fast runner once at each, in one process, which
-    # asks for one intra-op thread as `run` does for fast_lanes > 1
+    # asks for one intra-op thread as `run` does for fast_lanes > 1; the ceiling is timed
+    # at that setting and, in a process of its own, at TensorFlow's default, and the
+    # ratios are to the faster of the two
     assert bench.main(["--model", "char_lstm", "--clients", "3", "--steps", "1", "--chunk",
-                       "2,3x2", "--only", "fast", "--rounds", "1", "--warmup", "0",
+                       "2,3x2", "--only", "fast,ceiling", "--rounds", "1", "--warmup", "0",
                        "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert set(result["seconds_per_round"]) == {"ours_fast@2", "ours_fast@3x2"}
+    sec = result["seconds_per_round"]
+    assert set(sec) == {"ours_fast@2", "ours_fast@3x2", "ceiling", "ceiling_default_threads"}
     assert result["tf_num_intraop_threads"] == os.environ["TF_NUM_INTRAOP_THREADS"] == "1"
     assert result["machine"]["intra_op_threads"] == "1"
+    best = min(sec["ceiling"], sec["ceiling_default_threads"])
+    assert result["x_ceiling"]["ours_fast@2"] == pytest.approx(sec["ours_fast@2"] / best)
     printed = capsys.readouterr().out
-    assert "one intra-op thread" in printed
+    assert "one intra-op thread" in printed and "ceiling_default_threads" in printed
 
 
 def test_lanes_off_a_gpu_ask_tensorflow_for_one_intra_op_thread(monkeypatch):
