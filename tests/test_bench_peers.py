@@ -109,3 +109,32 @@ def test_docs_profile_tables_are_the_committed_bench_output():
         cells = [c.strip() for c in line.split("|")[1:-1]]
         assert cells[1:] == [f"{1e3 * r['grouped']:.1f} ms", f"{1e3 * r['shared']:.1f} ms",
                              f"{r['grouped_x_shared']:.2f}"], name
+
+
+def test_docs_lanes_table_is_the_committed_bench_output():
+    """docs/backends.md's table "With lanes": every seconds-per-round and ratio is read from
+    the two committed JSONs, each ratio to the faster of the ceiling's two thread settings."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**With lanes (2026-12-02"):]
+    block = part.split("\n\n| runner (2 lanes of 32 clients) |")[1].split("\n\n")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in block.splitlines()[2:]}
+    keys = {"fast, each client's share": "ours_fast",
+            'fast, shares summed (`fast_noise_shares = "summed"`)': "ours_fast_summed",
+            'fast, server-drawn noise (`noise_draw = "group"`)': "ours_fast_group",
+            "ceiling, one intra-op thread": "ceiling",
+            "ceiling, TensorFlow's default threads": "ceiling_default_threads",
+            "pfl-research 0.6.0 (server-drawn noise)": "pfl"}
+    assert set(rows) == set(keys)
+    for setting, model in enumerate(("cnn2", "cnn2_same")):
+        got = json.loads((root / f"runs/bench/2026-12-02-{model}-lanes.json").read_text())
+        sec = got["seconds_per_round"]
+        assert got["config"]["chunks"] == [[32, 2]] and got["tf_num_intraop_threads"] == "1"
+        best = min(sec["ceiling"], sec["ceiling_default_threads"])
+        for label, key in keys.items():
+            cells = rows[label][3 * setting:3 * setting + 3]
+            assert cells == [f"{sec[key]:.3f}", f"{sec[key] / best:.2f}",
+                             f"{sec[key] / sec['pfl']:.2f}"], (label, model)
+            assert got["x_ceiling"][key] == sec[key] / best
