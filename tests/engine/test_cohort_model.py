@@ -66,10 +66,13 @@ def test_each_client_gets_its_own_models_output_and_gradient(name):
 
 
 @pytest.mark.parametrize("optimizer,momentum,masked", [
-    ("sgd", 0.0, False), ("sgd", 0.9, True), ("adam", 0.0, True), ("adam_keras", 0.0, True)])
+    ("sgd", 0.0, False), ("sgd", 0.9, True), ("adam", 0.0, True), ("adam_keras", 0.0, True),
+    ("sgd", 0.9, "short"), ("adam_keras", 0.0, "short")])
 def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked):
     """train_cohort and train_on_batches (the client loop) give every client the same delta
-    and mean loss, with padding masks (an all-padding step is a no-op)."""
+    and mean loss, with padding masks (an all-padding step is a no-op); "short": every
+    client's last step is short, so the cohort computes it on the used columns alone
+    (client_work.live_width) where the client loop computes the whole padded batch."""
     rng = np.random.default_rng(1)
     model = models.build("cnn2", **SMALL["cnn2"])
     weights = [tf.constant(w) for w in model.get_weights()]
@@ -81,6 +84,9 @@ def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked
         ws = np.ones((K, steps, B), np.float32)
         ws[0, 2] = 0.0            # client 0: two steps only
         ws[1, 1, 2:] = 0.0        # client 1: a short batch
+    if masked == "short":
+        ws[:, 2, 2:] = 0.0        # every client's last batch: 2 of B columns at most
+        ws[2, 2, 1:] = 0.0
     trainer = ClientTrainer(optimizer, momentum)
     lr = 0.05 if optimizer == "sgd" else 1e-3
     deltas, losses = trainer.train_cohort(CohortModel(model), weights, xs, ys, lr, ws)
@@ -97,6 +103,16 @@ def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked
                 # rounding in a near-zero gradient (a grouped vs a plain convolution) can
                 # show on a handful of coordinates, bounded by the step size
                 assert diff.max() < lr and np.mean(diff > 1e-5) < 1e-3
+
+
+def test_live_width_is_the_last_column_any_client_uses():
+    from tff_idp.algorithms.client_work import live_width
+    w = np.zeros((3, 8), np.float32)
+    assert int(live_width(tf.constant(w))) == 1                    # all padding: one column
+    w[0, :3], w[2, :5] = 1.0, 1.0
+    assert int(live_width(tf.constant(w))) == 5
+    w[1, 6] = 0.5                                                   # any weight, anywhere
+    assert int(live_width(tf.constant(w))) == 7
 
 
 @pytest.mark.parametrize("layer,reason", [
