@@ -207,3 +207,20 @@ def test_a_summed_draw_leaves_the_clipped_sums_as_they_are():
         silent.append(_run(exp, "gdpfed_plus", "fast")[0])
     for a, b in zip(*silent):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,want", [("auto", [4]), ("per_client", None)])
+def test_a_runs_summary_says_which_kernels_were_low_rank(mode, want, tmp_path):
+    """summary.json records the weight tensors the fast backend trained as factors (the run
+    folder says how it was computed, not only what; fast_dense_updates is a placement key)."""
+    import json
+    from tff_idp import run
+    sets = [s for kv in ('dataset="synthetic:fashion_mnist"', 'model="cnn2"', "num_clients=30",
+                         "rounds=1", 'backend="fast"', 'methods=["dp_fedavg"]',
+                         f'fast_dense_updates="{mode}"') for s in ("--set", kv)]
+    assert run.main(sets + ["--output-dir", str(tmp_path), "--quiet"]) == 0
+    summary, = tmp_path.glob("**/dp_fedavg-seed0/summary.json")
+    got = json.loads(summary.read_text())
+    assert got.get("low_rank_kernels") == want
+    from tff_idp.results.summary import RunSummary
+    assert RunSummary.from_dict(got).low_rank_kernels == want

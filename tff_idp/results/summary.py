@@ -26,6 +26,10 @@ class RunSummary:
     method: str = ""
     backend: str = ""
     backend_mode: str = ""              # the fast backend's "cohort" or "per_client"
+    # the fast backend's Dense kernels trained in the low-rank form by the process that
+    # finished the run (weight tensor indices; engine.low_rank, fast_dense_updates): None
+    # where none was, or in a run made before the key existed
+    low_rank_kernels: Optional[List[int]] = None
     final_test_accuracy: float = math.nan    # the headline metric at the last round
     final_test_loss: Optional[float] = None
     headline_metric: str = "test_accuracy"   # personal_test_accuracy for personalised ones
