@@ -454,12 +454,10 @@ class ClientTrainer:
             tf.autograph.experimental.set_loop_options(shape_invariants=[   # a chunk of one
                 (loss_sum, tf.TensorShape([None])), (count, tf.TensorShape([None]))])
             # a padded step's columns past every client's last example are cut off
-            width = tf.shape(xs)[2] if order is None else tf.shape(order)[2]
-            w = None
+            w, width = None, None
             if ws is not None:
-                w = ws[:, s]
-                width = live_width(w)
-                w = w[:, :width]
+                width = live_width(ws[:, s])
+                w = ws[:, s, :width]
             if order is None:
                 x, y = xs[:, s, :width], ys[:, s, :width]
             else:
