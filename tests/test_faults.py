@@ -9,7 +9,8 @@ import pytest
 
 from tff_idp import config, experiment_config
 from tff_idp.engine.experiment import prepare
-from tff_idp.engine.persist import complete_run, train_to_folder
+from tff_idp.engine.finished_runs import complete_run
+from tff_idp.engine.persist import train_to_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -415,7 +415,7 @@ def _check_run_folders(cfg, foreign: bool = True) -> None:
     folder (a file, a link to nowhere, in its place)."""
     from .atomic import run_folder_conflict
     from .engine.fingerprint import run_fingerprint
-    from .engine.persist import foreign_run
+    from .engine.finished_runs import foreign_run
     for method in cfg.methods:
         folder = Path(cfg.output_dir) / cfg.name / run_folder_name(cfg, method)
         why = run_folder_conflict(folder)
@@ -510,7 +510,8 @@ def _train_seeds(exp, args, seeds, stop) -> int:
 def _train_all(exp, args) -> list:
     """Every method of ``exp`` trained (or found complete), its table and plot printed and
     written; returns the methods' run summaries."""
-    from .engine.persist import complete_run, train_to_folder
+    from .engine.finished_runs import complete_run
+    from .engine.persist import train_to_folder
     from .results import format_table, write_csv
     cfg = exp.cfg
     out_root = Path(cfg.output_dir) / cfg.name

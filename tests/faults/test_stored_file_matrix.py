@@ -7,7 +7,7 @@ ignored) and its content recomputed, giving exactly the undamaged run's numbers,
 refused in one line; never a hang (each case runs under a 120 s alarm), a traceback or a
 silently wrong number; nothing outside the tree is written.
 
-A finished run's files are read by the three readers (``engine.persist.complete_run``:
+A finished run's files are read by the three readers (``engine.finished_runs.complete_run``:
 None makes ``run`` train it again, shown end to end once; ``report``'s and the API's
 ``read_run``: one line); a stopped run's files by resuming it (``run``, in-process); the
 cached partition by loading it again (``engine.experiment.pending_partition``)."""
@@ -21,7 +21,7 @@ import pytest
 
 from tff_idp import api, config, experiment_config, run
 from tff_idp.engine import loop
-from tff_idp.engine.persist import complete_run
+from tff_idp.engine.finished_runs import complete_run
 from tff_idp.report.runs import UnreadableRun, read_run as report_read_run
 
 pytestmark = pytest.mark.slow

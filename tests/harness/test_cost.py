@@ -31,3 +31,31 @@ def test_a_latency_bound_run_costs_its_chunk_steps(chunk, chunks_per_round):
     evals = 1 * np.ceil(cost.TEST_SIZES["digits"] / 1000) * cost.GPU_STEP_LATENCY
     assert c["gpu_seconds"] == pytest.approx(train + evals)
     assert c["example_steps"] == pytest.approx(10 * 120 * 5 * 10)
+
+
+def _table_pairs() -> set:
+    """(model, data set) of every unit of every committed table, at every scale."""
+    from pathlib import Path
+    from tff_idp.harness.table import SCALES, expand, load_table
+    pairs = set()
+    for path in sorted((Path(__file__).resolve().parents[2] / "runs").rglob("*.toml")):
+        if "[table]" not in path.read_text():
+            continue
+        spec = load_table(str(path))
+        for scale in SCALES if spec.kind == "train" else ():
+            pairs |= {(u.cfg.model, u.cfg.dataset.split(":", 1)[-1])
+                      for u in expand(spec, scale)}
+    return pairs
+
+
+def test_known_flops_are_the_built_models_and_cover_every_table():
+    """KNOWN_FLOPS (what a report reads, without TensorFlow) is forward_flops of each built
+    model, and every committed table's (model, data set) is in it."""
+    assert _table_pairs() <= set(cost.KNOWN_FLOPS)
+    for (model, dataset), flops in list(cost.KNOWN_FLOPS.items()):
+        cost._FLOPS_CACHE.pop((model, dataset), None)
+        known = cost.KNOWN_FLOPS.pop((model, dataset))
+        try:
+            assert cost.model_flops(model, dataset) == flops, (model, dataset)
+        finally:
+            cost.KNOWN_FLOPS[(model, dataset)] = known

@@ -19,6 +19,12 @@ from typing import List, NamedTuple, Optional, Sequence
 import numpy as np
 
 
+# how client data is ordered (``training_order``, keyed by ``engine.client_data``); part of
+# every run fingerprint, so results made with another order are not taken as complete.
+# 1: tf.data shuffles (sessions 1-2); 2: numpy permutations shared by both backends
+DATA_ORDER_VERSION = 2
+
+
 def training_order(n: int, key: Sequence[int], epochs: Optional[int] = None,
                    need: Optional[int] = None, with_replacement: bool = False) -> np.ndarray:
     """Positions into a client's ``n`` examples in the order it trains on them: ``epochs``

@@ -8,19 +8,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from ..data.client_dataset import training_order
+from ..data.client_dataset import DATA_ORDER_VERSION, training_order
 from .experiment import Experiment
 
 
 def input_dtype(data) -> tf.DType:
     """int32 for token inputs (character windows), float32 for features and images."""
     return tf.int32 if np.issubdtype(data.x_train.dtype, np.integer) else tf.float32
-
-
-# how client data is ordered (client_examples); part of every run fingerprint, so results
-# made with another order are not taken as complete. 1: tf.data shuffles (sessions 1-2);
-# 2: numpy permutations shared by both backends
-DATA_ORDER_VERSION = 2
 
 
 def client_example_order(exp: Experiment, client: int, rnd: int, phase=None, index: int = 0):

@@ -1,5 +1,5 @@
 """A run's fingerprint: what a checkpoint or a finished results folder must match to be
-resumed or taken as this run (``persist``, ``harness.reuse``)."""
+resumed or taken as this run (``persist``, ``finished_runs``, ``harness.reuse``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +8,8 @@ import json
 import zlib
 
 from ..config import PLACEMENT_KEYS
+from ..data.client_dataset import DATA_ORDER_VERSION
 from ..methods import METHODS
-from .client_data import DATA_ORDER_VERSION
 
 # what a round releases; part of every run fingerprint. 1: an empty group or cohort released
 # nothing (sessions 1-16); 2: it releases its noise (GroupGaussianFactory, empty rounds)

@@ -6,7 +6,7 @@ VI's 1.0x, Table VII's 1.0x): the same config, method and seed, hence the same r
 same" is what decides whether a folder is complete at all: the run fingerprint
 (``engine.fingerprint.run_fingerprint``: every config key that changes the computation, not the
 table's name or where results go) and a complete, readable folder
-(``engine.persist.complete_run``). The copy carries ``REUSED.json`` naming its source.
+(``engine.finished_runs.complete_run``). The copy carries ``REUSED.json`` naming its source.
 Besides the results root, the repository's archive of finished runs is searched
 (``harness.archive``: ``runs/archive/``), so a fresh clone copies archived runs too;
 ``--force`` trains a table whole.
@@ -31,7 +31,7 @@ def equal_runs(units: List[Unit], roots: List[Path]) -> Dict[str, Path]:
     unit's fingerprint, an original rather than a copy} for the units that have no folder of
     their own (a stale folder is trained again)."""
     from ..engine.fingerprint import run_fingerprint
-    from ..engine.persist import complete_run
+    from ..engine.finished_runs import complete_run
     wanted: Dict[str, List[Unit]] = {}
     for u in units:
         if not u.folder.exists():

@@ -502,8 +502,8 @@ def expand(spec: TableSpec, scale: str, output_dir: Optional[str] = None) -> Lis
 def unit_complete(unit: Unit) -> bool:
     """Its folder is complete, every file parses, metrics.csv has every round, and it was
     made with this unit's config (a folder left by an earlier, different definition of the
-    cell, e.g. another scale setting, is stale; ``engine.persist.complete_run``)."""
-    from ..engine.persist import complete_run
+    cell, e.g. another scale setting, is stale; ``engine.finished_runs.complete_run``)."""
+    from ..engine.finished_runs import complete_run
     from ..results import is_complete
     if not is_complete(unit.folder):
         return False

@@ -165,7 +165,7 @@ def read_run(folder: Path):
 def check_config(folder: Path) -> None:
     """UnreadableRun when config.json holds a whole config (as every run writes it) whose
     recomputed fingerprint is not the one stored beside it: the file was edited after the
-    run, so the numbers are another config's (``engine.persist.complete_run`` makes ``run``
+    run, so the numbers are another config's (``engine.finished_runs.complete_run`` makes ``run``
     train it again)."""
     path = folder / "config.json"
     try:
@@ -174,7 +174,7 @@ def check_config(folder: Path) -> None:
         raise UnreadableRun(f"{path}: {e}") from e
     if not isinstance(made, dict) or "method" not in made:
         return                                   # no config to recompute from
-    from ..engine.persist import made_fingerprint
+    from ..engine.finished_runs import made_fingerprint
     if made_fingerprint(made) != made.get("fingerprint"):
         raise UnreadableRun(f"{path}: its content is not the config its fingerprint "
                             "names (edited after the run)")

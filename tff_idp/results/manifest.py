@@ -1,7 +1,7 @@
 """A finished run folder's content digests (``files.sha256``, ``sha256sum`` format): every
 result file's SHA-256, written last, so that a byte changed after the run (a flipped bit, an
 edited accuracy, a file swapped for another run's) is seen by everything that reads the
-folder back (``engine.persist.complete_run``: the run is trained again; ``report`` and
+folder back (``engine.finished_runs.complete_run``: the run is trained again; ``report`` and
 ``api.read_run``: the run is unreadable, in one line), instead of being printed as a number.
 
 Run folders written before the manifest existed have none and are read as before (the
