@@ -23,6 +23,8 @@ REDRAWN = [
     ("runs/gdpfed/reports/shakespeare-local-work-seed0",
      "runs/gdpfed/ablations/shakespeare-local-work-seed0.toml"),
     ("runs/ms_pafl/reports/adult/figure2", "runs/ms_pafl/figure2.toml"),
+    # 3 of its 27 runs so far (the rest train in the background, session by session)
+    ("runs/idp_fedavg/reports/fmnist/table1", "runs/idp_fedavg/fmnist-table1.toml"),
     ("runs/dp_pfeddsu/reports/fmnist/ablations", "runs/dp_pfeddsu/fmnist/ablations.toml"),
     ("runs/dp_pfeddsu/reports/fmnist/table2-mlp", "runs/dp_pfeddsu/fmnist/table2-mlp.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-table2-same-padding",
