@@ -73,9 +73,10 @@ def gaussian_noise_per_client(tensors, stddevs, seeds, stream: int = 0):
     ``gaussian_noise_like([t[k] ...], stddevs[k], seeds[k])`` gives, however many clients are
     drawn together."""
     specs = [tf.TensorSpec(t.shape[1:], t.dtype) for t in tensors]
-    return tf.map_fn(
-        lambda a: [_normal(sp.shape, sp.dtype, a[0], a[1], i, stream)
-                   for i, sp in enumerate(specs)],
+    return tf.map_fn(                       # as written: no tensor decides a branch here
+        tf.autograph.experimental.do_not_convert(
+            lambda a: [_normal(sp.shape, sp.dtype, a[0], a[1], i, stream)
+                       for i, sp in enumerate(specs)]),
         (stddevs, seeds), fn_output_signature=specs)
 
 

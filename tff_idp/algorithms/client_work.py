@@ -365,11 +365,15 @@ class ClientTrainer:
         keras = keras_step_model(model)
         params, loss_sum, count = list(start), tf.constant(0.0), tf.constant(0.0)
         for (xs, ys, ws, _), spec, _ in phases:
-            state = self.fresh(params)
-            for s in tf.range(tf.shape(xs)[0]):
+            def one_step(s, params, state, xs=xs, ys=ys, ws=ws, spec=spec):
                 params, state = self.step(keras, params, state,
                                           (xs[s], ys[s], None if ws is None else ws[s]), lr,
                                           spec, start)
+                return s + 1, list(params), state
+            steps = tf.shape(xs)[0]
+            _, params, state = tf.while_loop(
+                lambda s, *_: s < steps, one_step,
+                (tf.constant(0), list(params), self.fresh(params)))
             loss_sum, count = loss_sum + state[0], count + state[1]
         return list(params), loss_sum / tf.maximum(count, 1.0)
 
@@ -447,12 +451,9 @@ class ClientTrainer:
         Returns (params, loss sum [K], steps taken [K])."""
         xs, ys, ws, order = data
         k = tf.shape(params[0])[0]
-        loss_sum, count = tf.zeros([k]), tf.zeros([k])
-        slots = self.optimizer.init(params)
         steps = tf.shape(xs)[1] if order is None else tf.shape(order)[1]
-        for s in tf.range(steps):
-            tf.autograph.experimental.set_loop_options(shape_invariants=[   # a chunk of one
-                (loss_sum, tf.TensorShape([None])), (count, tf.TensorShape([None]))])
+
+        def one_step(s, params, loss_sum, count, slots):
             # a padded step's columns past every client's last example are cut off
             w, width = None, None
             if ws is not None:
@@ -465,7 +466,23 @@ class ClientTrainer:
                 y = tf.gather(ys, order[:, s, :width], batch_dims=1)
             params, (loss_sum, count, slots) = self.step(
                 model, params, (loss_sum, count, slots), (x, y, w), lr, spec, start)
+            return s + 1, list(params), loss_sum, count, slots
+
+        loop = (tf.constant(0), list(params), tf.zeros([k]), tf.zeros([k]),
+                self.optimizer.init(params))
+        _, params, loss_sum, count, _ = tf.while_loop(
+            lambda s, *_: s < steps, one_step, loop, shape_invariants=_loop_shapes(
+                loop, free=(2, 3)))                  # a chunk of one: [K] of unknown K
         return params, loss_sum, count
+
+
+def _loop_shapes(loop, free=()):
+    """``tf.while_loop``'s shape invariants for the loop variables ``loop``: each keeps its
+    shape, but those at the top-level positions ``free``, whose every dimension may vary
+    (their rank kept)."""
+    return tuple(tf.nest.map_structure(
+        lambda t: tf.TensorShape([None] * t.shape.rank) if i in free else t.shape, v)
+        for i, v in enumerate(loop))
 
 
 def live_width(w):

@@ -239,7 +239,8 @@ class FastBackend:
         self.summed_noise = (cfg.fast_noise_shares == "summed"
                              and self.query.noise_draw == "client" and self.query.sums_only
                              and program.reparam is None)
-        self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True)
+        self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True,
+                                     autograph=False)      # its loops are written out
 
     @property
     def weights(self):
@@ -311,11 +312,7 @@ class FastBackend:
             sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
                                                  counts, support)
             return sums, extra, stats, program.kept(final)
-        sums = [tf.zeros([self.m] + w.shape.as_list()) for w in weights]
-        extra = self.query.client_extra_zeros(weights)
-        stats = tf.zeros([4])
-        kept = [tf.TensorArray(tf.float32, size=tf.shape(groups)[0]) for _ in personal]
-        for k in tf.range(tf.shape(groups)[0]):      # one client after another
+        def one_client(k, sums, extra, stats, kept):           # one client after another
             start = program.start(weights, [p[k] for p in personal])
             final, loss = self.trainer.train_on_batches_phases(
                 self.model, start,
@@ -326,9 +323,15 @@ class FastBackend:
                 [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
                 slots[k:k + 1], state, counts,
                 None if support is None else [m if m is None else m[None] for m in support])
-            sums = [acc + p for acc, p in zip(sums, part)]
-            extra, stats = extra + e, stats + st
-            kept = [ta.write(k, row) for ta, row in zip(kept, program.kept(final))]
+            return (k + 1, [acc + p for acc, p in zip(sums, part)], extra + e, stats + st,
+                    [ta.write(k, row) for ta, row in zip(kept, program.kept(final))])
+
+        clients = tf.shape(groups)[0]
+        _, sums, extra, stats, kept = tf.while_loop(
+            lambda k, *_: k < clients, one_client,
+            (tf.constant(0), [tf.zeros([self.m] + w.shape.as_list()) for w in weights],
+             self.query.client_extra_zeros(weights), tf.zeros([4]),
+             [tf.TensorArray(tf.float32, size=clients) for _ in personal]))
         return sums, extra, stats, [ta.stack() for ta in kept]
 
     def _train_lanes(self, start, data, lr, k):

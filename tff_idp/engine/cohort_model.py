@@ -185,8 +185,9 @@ class CohortModel:
         x = tf.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
         pieces = tf.reshape(x, tf.concat([[k, (n + pad) // chunk, chunk], tf.shape(x)[2:]], 0))
         pieces = tf.transpose(pieces, tf.concat([[1, 0], tf.range(2, tf.rank(pieces))], 0))
-        feats = tf.map_fn(lambda xb: self.apply(params, xb, upto=self._feature_layer), pieces,
-                          fn_output_signature=tf.float32)              # [c, K, chunk, f]
+        feats = tf.map_fn(_not_converted(
+            lambda xb: self.apply(params, xb, upto=self._feature_layer)), pieces,
+            fn_output_signature=tf.float32)                               # [c, K, chunk, f]
         feats = tf.transpose(feats, [1, 0, 2, 3])
         return tf.reshape(feats, [k, n + pad, -1])[:, :n]
 

@@ -42,7 +42,8 @@ def _logits(model, x, batch: int = 1000) -> np.ndarray:
     cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
     forward = getattr(model, "_tff_idp_forward", None)
     if forward is None:
-        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True)
+        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True,
+                              autograph=False)
         model._tff_idp_forward = forward
     size = min(batch, 1 << max(0, int(len(x) - 1).bit_length()))
     out = []
@@ -240,7 +241,7 @@ class ReadoutFineTune:
         self.batch, self.seed = schedule.batch_size, schedule.seed
         self.train_sets, self.x, self.y = train.ids, train.x, train.y
         self.trainable, self.chunk = trainable, chunk
-        self._steps = tf.function(self._tune, reduce_retracing=True)
+        self._steps = tf.function(self._tune, reduce_retracing=True, autograph=False)
 
     def _tune(self, params, feats, ys, ws, order, lr):
         from ..algorithms.client_work import CohortData, PhaseSpec, cohort_step_model

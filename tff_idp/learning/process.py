@@ -217,11 +217,13 @@ def build_group_dp_process(model_fn: Callable[[], tf.keras.Model],
     if personal:
         @tff.tensorflow.computation(weights_type, data_type, np.float32, personal_type)
         def client_train(weights, data, lr, kept):
-            return tf.function(work)(model_fn(), list(weights), data, lr, list(kept))
+            return tf.function(work, autograph=False)(model_fn(), list(weights), data, lr,
+                                                      list(kept))
     else:
         @tff.tensorflow.computation(weights_type, data_type, np.float32)
         def client_train(weights, data, lr):
-            return tf.function(work)(model_fn(), list(weights), data, lr, [])[:2]
+            return tf.function(work, autograph=False)(model_fn(), list(weights), data, lr,
+                                                      [])[:2]
 
     @tff.tensorflow.computation(output_type, info_type)
     def pack(output, info):
@@ -359,7 +361,7 @@ def build_client_work(model_fn, optimizer, to_aggregation, num_aggregation: int,
         model = model_fn()
         weights = tff.learning.models.ModelWeights.from_model(model)
 
-        @tf.function
+        @tf.function(autograph=False)
         def train(hparams, initial, data):
             tf.nest.map_structure(lambda v, t: v.assign(t), weights, initial)
             group, checks = _data_group(data, num_groups)
