@@ -187,7 +187,9 @@ def _start_parallel_table(tmp_path):
     from tests.harness.conftest import tiny_table
     from tff_idp.harness.table import expand, load_table
     path = tiny_table(tmp_path, extra="").resolve()
-    path.write_text(path.read_text().replace("rounds = 3", "rounds = 400\ncheckpoint_every = 0"))
+    # rounds enough that no unit ends before the signal (a round of the fast backend here
+    # takes milliseconds)
+    path.write_text(path.read_text().replace("rounds = 3", "rounds = 4000\ncheckpoint_every = 0"))
     units = expand(load_table(str(path)), "paper")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "tff_idp.run", str(path), "--scale",

@@ -462,13 +462,15 @@ def test_placement_overrides_train_into_the_tables_own_folders(table):
     assert mixed.computing_overrides() == ["rounds=1"]
 
 
-def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(table, capfd,
+def test_set_and_backend_reach_every_unit_of_a_table_in_a_folder_of_their_own(tmp_path, capfd,
                                                                                monkeypatch):
     """Issue 34: `--set`, `--backend` apply to every cell; the runs' configs and fingerprints
     carry them, they go under <scale>+<overrides> (never mixed with the table as written),
     the report says what was changed, and the Slurm task lines carry the same items."""
     from tff_idp import run
     from tff_idp.harness.table import with_overrides
+    from .conftest import tiny_table
+    table = tiny_table(tmp_path, backend="tff")        # as written on the TFF backend
     monkeypatch.chdir(table.parent)
     assert run.main([str(table), "--scale", "smoke", "--quiet", "--methods", "p_fedavg",
                      "--set", "rounds=1", "--backend", "fast"]) == 0
