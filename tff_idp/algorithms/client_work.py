@@ -206,6 +206,23 @@ class StepModel(NamedTuple):
     masked: bool = True
 
 
+def _keras_call(model, x, training):
+    return model(x, training=training)
+
+
+def _forward_pass(model, x, training):
+    return model.forward_pass(x, training=training)
+
+
+# The suite traces its own training code as written (every tf.function with
+# autograph=False: no tensor decides a branch in it; docs/backends.md). A model is the
+# user's code and may branch on tensors, as it may under a stock TFF client's tf.function:
+# these two calls are converted by AutoGraph, so that Keras converts a subclassed model's
+# ``call`` and AutoGraph a ``tff.learning`` model's plain ``forward_pass``, as before.
+_keras_call = tf.autograph.to_graph(_keras_call)
+_forward_pass = tf.autograph.to_graph(_forward_pass)
+
+
 def keras_step_model(model) -> StepModel:
     """One client through a Keras model: its variables take the weights ``fwd`` and the
     gradient is taken with respect to them (inside a ``tf.function``, TF orders the writes
@@ -216,7 +233,7 @@ def keras_step_model(model) -> StepModel:
         for v, p in zip(variables, fwd):
             v.assign(p)
         with tf.GradientTape() as tape:
-            loss, active = batch_loss(example_losses(y, model(x, training=True)), w)
+            loss, active = batch_loss(example_losses(y, _keras_call(model, x, True)), w)
         return loss, active, _gradients(tape, loss, variables, trainable)
     return StepModel(grads, batched=False)
 
@@ -231,7 +248,7 @@ def learning_step_model(model) -> StepModel:
         for v, p in zip(variables, fwd):
             v.assign(p)
         with tf.GradientTape() as tape:
-            loss = model.forward_pass(x, training=True).loss
+            loss = _forward_pass(model, x, True).loss
         return loss, tf.ones_like(loss), _gradients(tape, loss, variables, trainable)
     return StepModel(grads, batched=False)
 

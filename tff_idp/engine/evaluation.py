@@ -42,8 +42,7 @@ def _logits(model, x, batch: int = 1000) -> np.ndarray:
     cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
     forward = getattr(model, "_tff_idp_forward", None)
     if forward is None:
-        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True,
-                              autograph=False)
+        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True)
         model._tff_idp_forward = forward
     size = min(batch, 1 << max(0, int(len(x) - 1).bit_length()))
     out = []
