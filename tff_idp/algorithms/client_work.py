@@ -488,12 +488,12 @@ class ClientTrainer:
         loop = (tf.constant(0), list(params), tf.zeros([k]), tf.zeros([k]),
                 self.optimizer.init(params))
         _, params, loss_sum, count, _ = tf.while_loop(
-            lambda s, *_: s < steps, one_step, loop, shape_invariants=_loop_shapes(
+            lambda s, *_: s < steps, one_step, loop, shape_invariants=loop_shapes(
                 loop, free=(2, 3)))                  # a chunk of one: [K] of unknown K
         return params, loss_sum, count
 
 
-def _loop_shapes(loop, free=()):
+def loop_shapes(loop, free=()):
     """``tf.while_loop``'s shape invariants for the loop variables ``loop``: each keeps its
     shape, but those at the top-level positions ``free``, whose every dimension may vary
     (their rank kept)."""

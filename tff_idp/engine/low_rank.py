@@ -39,7 +39,7 @@ from typing import List, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import StepModel, batch_loss, example_losses
+from ..algorithms.client_work import StepModel, batch_loss, example_losses, loop_shapes
 from .cohort_model import FactoredKernel
 
 # the values of the config key ``fast_dense_updates`` (tff_idp.config.DENSE_UPDATES, which
@@ -183,11 +183,9 @@ def train_factored(trainer, cohort_model, program, weights, kernels, data, lr, s
     loop = (tf.constant(0), params, state, fx, fd, velocity, coef)
     # any number of clients (a chunk of one: a step's per-client factors have an unknown
     # first axis) and any length of the factors (a phase of one step: one-hot rows)
-    free = tf.nest.map_structure(
-        lambda t: tf.TensorShape([None] * t.shape.rank) if t.shape.rank else t.shape, loop)
     _, params, state, fx, fd, velocity, coef = tf.while_loop(
         lambda s, *_: s < steps, lambda s, *rest: (s + 1,) + one_step(s, *rest), loop,
-        shape_invariants=free)
+        shape_invariants=loop_shapes(loop, free=range(len(loop))))
     params = [tf.ensure_shape(p, [None] + t.shape[1:]) for p, t in zip(params, start)]
     out, _ = program.send(start, params, batched=True)
     factors = [DenseFactors(f.xs, f.ds) for f in _factored(weights, kernels, fx, fd,
