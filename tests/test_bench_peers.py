@@ -138,3 +138,44 @@ def test_docs_lanes_table_is_the_committed_bench_output():
             assert cells == [f"{sec[key]:.3f}", f"{sec[key] / best:.2f}",
                              f"{sec[key] / sec['pfl']:.2f}"], (label, model)
             assert got["x_ceiling"][key] == sec[key] / best
+
+
+def test_docs_convolution_floor_is_the_committed_script_output():
+    """docs/backends.md's "convolutions' floor": every ratio of its table, the convolutions'
+    sums, their share of the shared model's layers and the floor they set on a step are
+    read from the two committed JSONs of scripts/grouped_conv_cost.py."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**The convolutions' floor"):].split("\n\n**")[0]
+    block = part.split("\n\n| layer | forward |")[1].split("\n\n")[0]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in block.splitlines()[2:]]
+    got = []
+    for model in ("cnn2", "cnn2_same"):
+        layers = json.loads((root / f"runs/bench/2026-12-03-{model}-grouped-conv-cost.json")
+                            .read_text())["layers"]
+        assert layers and all(not n.startswith("conv") or "ops" in r
+                              for n, r in layers.items())
+        convs = [(n, r) for n, r in layers.items() if n.startswith("conv")]
+        for name, r in convs:
+            ops = r["ops"]
+            other = r.get("one_input_channel")
+            got.append([f"`{model}` " + name.replace("->", " -> "), f"{ops['forward']['grouped_x_shared']:.2f}",
+                        f"{ops['input_gradient']['grouped_x_shared']:.2f}"
+                        if "input_gradient" in ops else "(not needed)",
+                        f"{ops['filter_gradient']['grouped_x_shared']:.2f}",
+                        f"{r['grouped_x_shared']:.2f}",
+                        f"{other['depthwise']['x_grouped']:.2f} / "
+                        f"{other['one_hot_patches']['x_grouped']:.2f}" if other else "-"])
+        grouped = sum(r["grouped"] for _, r in convs)
+        shared = sum(r["shared"] for _, r in convs)
+        dense = next(r["shared"] for n, r in layers.items() if n.startswith("dense"))
+        share = shared / (shared + dense)
+        assert (f"{grouped / shared:.2f}x the shared ones on `{model}` ({1e3 * grouped:.1f} "
+                f"against {1e3 * shared:.1f} ms") in " ".join(part.split()), model
+        assert f"{100 * share:.0f}% (`{model}`)" in part, model
+        assert f"{1e3 * dense:.1f}" in part, model
+        floor = share * grouped / shared + (1 - share)
+        assert (f"{share:.2f} x {grouped / shared:.2f} + {1 - share:.2f} = {floor:.2f}x"
+                in " ".join(part.split())), model
+    assert rows == got
