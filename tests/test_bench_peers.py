@@ -179,3 +179,31 @@ def test_docs_convolution_floor_is_the_committed_script_output():
         assert (f"{share:.2f} x {grouped / shared:.2f} + {1 - share:.2f} = {floor:.2f}x"
                 in " ".join(part.split())), model
     assert rows == got
+
+
+def test_docs_table2_cell_cost_is_the_committed_script_output():
+    """docs/backends.md's "A Table II cell, the archived path against the new one": every
+    median and ratio is read from the committed JSON of scripts/cell_cost.py, whose
+    variants are the ones the command in the page names, in its order."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**A Table II cell, the archived path"):].split("\n\n**")[0]
+    got = json.loads((root / "runs/bench/2026-12-03-fmnist-table2-gdpfed-cell-cost.json")
+                     .read_text())
+    block = part.split("\n\n| variant |")[1].split("\n\n")[0]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in block.splitlines()[2:]]
+    names = [v["name"] for v in got["config"]["variant"]]
+    assert [r[0] for r in rows] == names and len(names) == 3
+    command = " ".join(part.split())
+    for v in got["config"]["variant"]:
+        assert f"--variant '{v['name']}: {'; '.join(v['set'])}'" in command, v["name"]
+    for row, name in zip(rows, names):
+        m, r = got["medians"][name], got["ratios"][name]
+        assert row[1:] == [f"{m['seconds_per_round_after_first']:.3f}",
+                           f"{r['seconds_per_round_after_first']:.2f}",
+                           f"{m['seconds_eval']:.2f}", f"{r['seconds_eval']:.2f}",
+                           f"{m['seconds_wall']:.2f}", f"{r['seconds_wall']:.2f}"], name
+    assert got["config"]["rounds"] == 6 and got["config"]["repeats"] == 2
+    archived = sorted(x["seconds_per_round_after_first"] for x in got["runs"][names[0]])
+    assert f"({archived[0]:.2f} and {archived[1]:.2f} s a round)" in part

@@ -383,8 +383,10 @@ def _bench(args, only, tff):
         x_test = (rng.integers(0, classes, (n,) + shape).astype(np.int32)
                   if dtype == tf.int32 else rng.random((n,) + shape, dtype=np.float32))
         y_test = rng.integers(0, classes, (n,) + targets).astype(np.int32)
-        results["eval"] = _timed(lambda: evaluate(model, x_test, y_test), args.warmup,
-                                 args.rounds)
+        lanes = (max(lane for _, lane in args.chunks or [(0, 1)])   # in lanes, as `run`
+                 if args.one_thread_per_op else 1)                 # evaluates in them
+        results["eval"] = _timed(lambda: evaluate(model, x_test, y_test, lanes=lanes),
+                                 args.warmup, args.rounds)
 
     for peer in args.peer_list:
         results[peer] = _peer_round(peer, args)

@@ -29,6 +29,12 @@ def quiet_tf_logs():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+def in_lanes_on_cpu(cfg) -> bool:
+    """Whether ``cfg`` runs the fast backend in ``fast_lanes`` > 1 lanes off a GPU, one
+    thread per operation (:func:`one_thread_per_op_for_lanes`)."""
+    return cfg.backend == "fast" and cfg.fast_lanes > 1 and cfg.device != "gpu"
+
+
 def one_thread_per_op_for_lanes(cfgs) -> bool:
     """``fast_lanes`` > 1 off a GPU: TensorFlow's intra-op threads set to 1
     (``TF_NUM_INTRAOP_THREADS``, read when TensorFlow's runtime starts, so before any
@@ -37,7 +43,7 @@ def one_thread_per_op_for_lanes(cfgs) -> bool:
     one pool (docs/backends.md, "Lanes": a Shakespeare round of 75 s in chunks of 8 in 2
     lanes, against 103 s in chunks of 4 at TensorFlow's default). Called by ``run``,
     ``bench`` and ``harness.task``. Returns whether it set the value."""
-    if not any(c.backend == "fast" and c.fast_lanes > 1 and c.device != "gpu" for c in cfgs):
+    if not any(in_lanes_on_cpu(c) for c in cfgs):
         return False
     if "TF_NUM_INTRAOP_THREADS" in os.environ:
         return False

@@ -105,9 +105,9 @@ def test_curve_rounds_evaluate_a_seeded_subset_and_the_last_round_the_whole_test
                                      "local_steps=1", "curve_test_examples=37"]), persist=False)
     seen = []
 
-    def recording(model, x, y):
+    def recording(model, x, y, **kw):
         seen.append(np.asarray(y).copy())
-        return evaluate(model, x, y)
+        return evaluate(model, x, y, **kw)
     monkeypatch.setattr(loop, "evaluate", recording)
     rows, summary, _ = loop.run_method(exp, "dp_fedavg", progress=False, backend="fast")
     n = len(exp.data.y_test)
@@ -138,3 +138,47 @@ def test_evaluate_in_pieces_is_the_whole_sets_loss_and_accuracy(monkeypatch):
     monkeypatch.setattr(evaluation, "EVAL_PIECE", 10)
     got = evaluation.evaluate(model, x, y, batch=4)
     np.testing.assert_allclose(got, (loss, acc), rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [3, 16, 19])
+def test_evaluation_in_lanes_gives_the_same_numbers(n):
+    """Several batches at once (``lanes``: a tuple of independent forward passes, which one
+    thread per operation computes on several cores) give each batch's logits exactly, with
+    fewer batches left than lanes computed one by one (3 examples: one short batch; 16:
+    four full; 19: five, the last short), and each call is traced once per count."""
+    from tff_idp.engine.evaluation import _logits
+    rng = np.random.default_rng(2)
+    model = models.build("digits_mlp", input_dim=16, num_classes=4)
+    x = rng.normal(size=(n, 16)).astype(np.float32)
+    y = rng.integers(0, 4, n)
+    one = _logits(model, x, batch=4)
+    assert one.shape == (n, 4)
+    for lanes in (2, 3):
+        assert np.array_equal(_logits(model, x, batch=4, lanes=lanes), one), lanes
+        assert evaluate(model, x, y, batch=4, lanes=lanes) == evaluate(model, x, y, batch=4)
+    if n >= 12:
+        assert model._tff_idp_forward_3.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("extra,lanes", [(("fast_lanes=2",), 2), (("fast_lanes=1",), 1),
+                                         (("fast_lanes=2", 'device="gpu"'), 1)])
+def test_the_round_loop_evaluates_in_the_runs_lanes(monkeypatch, extra, lanes):
+    """A fast run in lanes off a GPU (one thread per operation) evaluates that many batches
+    at once; without lanes, or on a GPU, one at a time."""
+    from tff_idp.engine import loop
+    from tests.engine.helpers import experiment
+    seen = []
+    real = loop.evaluate
+
+    def spy(*a, **k):
+        seen.append(k.get("lanes", 1))
+        return real(*a, **k)
+    monkeypatch.setattr(loop, "evaluate", spy)
+    cfg = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra).cfg
+    from tff_idp.runtime import in_lanes_on_cpu
+    assert in_lanes_on_cpu(cfg) == (lanes > 1)
+    if 'device="gpu"' in extra:             # no GPU here: the predicate alone
+        return
+    exp = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra)
+    loop.run_method(exp, "p_fedavg", progress=False)
+    assert seen and set(seen) == {lanes}

@@ -20,13 +20,14 @@ import tensorflow as tf
 EVAL_PIECE = 10_000        # examples whose logits are held at once
 
 
-def evaluate(model, x, y, batch: int = 1000):
+def evaluate(model, x, y, batch: int = 1000, lanes: int = 1):
     """(mean cross-entropy, accuracy) of ``model`` on (x, y), in batches, through one traced
     forward pass per model (graph mode: a paper-scale run evaluates 10,000 images every
-    round, which eager Keras calls made a third of the run)."""
+    round, which eager Keras calls made a third of the run). ``lanes``: batches computed at
+    once (:func:`_logits`), the same numbers."""
     loss_sum, correct, targets = 0.0, 0, 0
     for a in range(0, len(x), EVAL_PIECE):    # logits of a piece at a time: memory (TFF's
-        logits = _logits(model, x[a:a + EVAL_PIECE], batch)   # task: 80 x 80 per window)
+        logits = _logits(model, x[a:a + EVAL_PIECE], batch, lanes)  # task: 80 x 80 a window)
         yy = np.asarray(y[a:a + EVAL_PIECE], np.int32)
         loss_sum += float(tf.reduce_sum(tf.keras.losses.sparse_categorical_crossentropy(
             yy, logits, from_logits=True)))
@@ -35,24 +36,43 @@ def evaluate(model, x, y, batch: int = 1000):
     return loss_sum / max(targets, 1), correct / max(targets, 1)
 
 
-def _logits(model, x, batch: int = 1000) -> np.ndarray:
+def _logits(model, x, batch: int = 1000, lanes: int = 1) -> np.ndarray:
     """``model``'s outputs on ``x`` through one traced forward pass of ``batch`` examples
     (fewer examples: the next power of two; the last batch zero-padded, so that clients'
-    different counts trace it a few times, not once per count)."""
+    different counts trace it a few times, not once per count). ``lanes`` > 1: that many
+    batches in one call, independent of each other, so that where every operation runs on
+    one thread (``fast_lanes``, ``runtime.one_thread_per_op_for_lanes``) TensorFlow's
+    inter-op threads compute them at once, one core each, instead of one batch on one core
+    (docs/backends.md, "Evaluation in lanes"); each batch's logits are the same numbers."""
     cast = np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32
-    forward = getattr(model, "_tff_idp_forward", None)
-    if forward is None:
-        forward = tf.function(lambda xb: model(xb, training=False), reduce_retracing=True)
-        model._tff_idp_forward = forward
     size = min(batch, 1 << max(0, int(len(x) - 1).bit_length()))
-    out = []
-    for i in range(0, len(x), size):
-        xb = x[i:i + size].astype(cast)
-        short = size - len(xb)
-        if short:
-            xb = np.concatenate([xb, np.zeros((short,) + xb.shape[1:], cast)])
-        out.append(forward(xb).numpy()[:size - short])
+    starts = list(range(0, len(x), size))
+    lanes = max(int(lanes), 1)
+    out, i = [], 0
+    while i < len(starts):
+        group = starts[i:i + lanes] if len(starts) - i >= lanes else starts[i:i + 1]
+        xbs = []
+        for a in group:
+            xb = x[a:a + size].astype(cast)
+            if len(xb) < size:
+                xb = np.concatenate([xb, np.zeros((size - len(xb),) + xb.shape[1:], cast)])
+            xbs.append(xb)
+        logits = _forward(model, len(group))(*xbs)
+        out += [t.numpy()[:min(size, len(x) - a)] for t, a in zip(logits, group)]
+        i += len(group)
     return np.concatenate(out)
+
+
+def _forward(model, n: int):
+    """A traced forward pass of ``model`` on ``n`` batches at once (a tuple of their
+    logits), made once per model and n (kept on the model, as Keras keeps its own)."""
+    name = "_tff_idp_forward" if n == 1 else f"_tff_idp_forward_{n}"
+    forward = getattr(model, name, None)
+    if forward is None:
+        forward = tf.function(lambda *xbs: tuple(model(xb, training=False) for xb in xbs),
+                              reduce_retracing=True)
+        setattr(model, name, forward)
+    return forward
 
 
 def client_test_sets(y_train: np.ndarray, client_indices: Sequence[np.ndarray],

@@ -32,7 +32,7 @@ from ..methods import METHODS
 from ..methods.base import RoundSpec
 from ..results.summary import RunSummary
 from ..errors import RoundInterrupted, RunDiverged
-from ..runtime import StopRequests
+from ..runtime import StopRequests, in_lanes_on_cpu
 from ..sampling import sample_cohort
 from .backends import BACKENDS, client_diagnostics
 from .checkpoint import load_checkpoint, save_checkpoint, write_heartbeat
@@ -442,11 +442,12 @@ def _evaluate(ctx: RunContext, state: RunState, rnd: int, row: dict, curve) -> N
         evaluator.set_weights(runner.weights)
         last = rnd + 1 == cfg.rounds
         x, y = (exp.data.x_test, exp.data.y_test) if last else curve
-        row["test_loss"], row["test_accuracy"] = evaluate(evaluator, x, y)
+        lanes = cfg.fast_lanes if in_lanes_on_cpu(cfg) else 1    # batches at once
+        row["test_loss"], row["test_accuracy"] = evaluate(evaluator, x, y, lanes=lanes)
         if exp.client_validation is not None:     # the pooled validation examples
             val = np.concatenate(exp.client_validation)
             row["validation_loss"], row["validation_accuracy"] = evaluate(
-                evaluator, exp.data.x_train[val], exp.data.y_train[val])
+                evaluator, exp.data.x_train[val], exp.data.y_train[val], lanes=lanes)
         ctx.bar.set_postfix(acc=f"{row['test_accuracy']:.3f}")
         if ctx.client_eval is not None:     # the same model on each client's classes
             row.update({k.replace("personal_", "client_", 1): v for k, v in
