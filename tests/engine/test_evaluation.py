@@ -182,3 +182,34 @@ def test_the_round_loop_evaluates_in_the_runs_lanes(monkeypatch, extra, lanes):
     exp = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra)
     loop.run_method(exp, "p_fedavg", progress=False)
     assert seen and set(seen) == {lanes}
+
+
+def test_a_personal_evaluation_in_lanes_gives_the_same_numbers(monkeypatch):
+    """Each client's own model (the whole-model path and the read-out shortcut) evaluated
+    ``lanes`` batches at a time: the same numbers; a personal run in lanes evaluates so."""
+    rng = np.random.default_rng(3)
+    model = models.build("digits_mlp", input_dim=16, num_classes=4)
+    x = rng.normal(size=(70, 16)).astype(np.float32)
+    y = rng.integers(0, 4, 70)
+    sets = [np.flatnonzero(y == c % 4) for c in range(5)]
+    w = [rng.normal(size=v.shape).astype(np.float32) for v in model.get_weights()]
+    for spec in ("head", "rows:0-9"):
+        split = split_model(model, spec)
+        store = PersonalStore(w, split, num_clients=5)
+        results = [PersonalEvaluation(model, split, ClientExamples(x, y, sets), lanes=lanes)(
+            w, store) for lanes in (1, 3)]
+        assert results[0] == results[1], spec
+
+    from tff_idp.engine import loop
+    from tests.engine.helpers import experiment
+    made = []
+
+    class Recording(loop.PersonalEvaluation):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self.lanes)
+    monkeypatch.setattr(loop, "PersonalEvaluation", Recording)
+    exp = experiment("dp_fedrep", ['backend="fast"', 'model="digits_mlp"', "rounds=1",
+                                   "num_clients=20", "fast_lanes=2"])
+    loop.run_method(exp, "dp_fedrep", progress=False)
+    assert made == [2]

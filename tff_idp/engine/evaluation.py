@@ -111,12 +111,13 @@ class PersonalEvaluation:
     turn. ``finetune`` (:class:`ReadoutFineTune`): each client's read-out is first
     fine-tuned on its training examples, a throw-away copy (DP-FedAvg-fb, PMTL-FT, PPSGD's
     evaluation). ``reparam``: the forward pass on theta * M with M the top-k masks of the
-    evaluated weights (DP-pFedDSU, ``dsu_eval_masked``)."""
+    evaluated weights (DP-pFedDSU, ``dsu_eval_masked``). ``lanes``: batches of a forward
+    pass computed at once (:func:`evaluate`; a run in ``fast_lanes``), the same numbers."""
 
     def __init__(self, model, split, test: ClientExamples, validation=None, finetune=None,
-                 reparam=None, shortcut: bool = True):
+                 reparam=None, shortcut: bool = True, lanes: int = 1):
         from ..models import readout
-        self.model, self.split = model, split
+        self.model, self.split, self.lanes = model, split, lanes
         self.x, self.y = test.x, test.y
         self.clients = [c for c, ids in enumerate(test.ids) if len(ids)]
         self.test_sets = [test.ids[c] for c in self.clients]
@@ -162,7 +163,7 @@ class PersonalEvaluation:
         if features is None:
             return x.reshape(len(x), -1).astype(np.float32)
         self.model.set_weights(weights)
-        return _logits(features, x) if len(x) else np.zeros((0, features.output_shape[-1]),
+        return _logits(features, x, lanes=self.lanes) if len(x) else np.zeros((0, features.output_shape[-1]),
                                                             np.float32)
 
     def _client_readouts(self, weights, rows) -> dict:
@@ -202,13 +203,14 @@ class PersonalEvaluation:
         losses, accs, vl, va, vn = [], [], [], [], []
         for j, (c, ids) in enumerate(zip(self.clients, self.test_sets)):
             self.model.set_weights(self.split.combine(weights, [v[c] for v in rows]))
-            loss, acc = evaluate(self.model, self.x[ids], self.y[ids])
+            loss, acc = evaluate(self.model, self.x[ids], self.y[ids], lanes=self.lanes)
             losses.append(loss)
             accs.append(acc)
             if self.validation is not None:
                 x_train, y_train, val = self.validation
                 vn.append(len(val[c]))
-                loss, acc = evaluate(self.model, x_train[val[c]], y_train[val[c]]) \
+                loss, acc = evaluate(self.model, x_train[val[c]], y_train[val[c]],
+                                     lanes=self.lanes) \
                     if len(val[c]) else (np.nan, np.nan)
                 vl.append(loss)
                 va.append(acc)
@@ -220,7 +222,7 @@ class PersonalEvaluation:
         clients, on the whole test set (002's second metric; one model where each client's
         is personal)."""
         self.model.set_weights(self.split.combine(weights, [v.mean(axis=0) for v in rows]))
-        loss, acc = evaluate(self.model, self.x, self.y)
+        loss, acc = evaluate(self.model, self.x, self.y, lanes=self.lanes)
         return {"averaged_model_test_loss": loss, "averaged_model_test_accuracy": acc}
 
 

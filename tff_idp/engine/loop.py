@@ -246,7 +246,13 @@ def personal_evaluation(exp: Experiment, spec: RoundSpec, evaluator):
     validation = None if exp.client_validation is None else ClientExamples(
         d.x_train, d.y_train, exp.client_validation)
     return PersonalEvaluation(evaluator, program.split, _client_tests(exp), validation,
-                              finetune, reparam)
+                              finetune, reparam, lanes=_eval_lanes(cfg))
+
+
+def _eval_lanes(cfg) -> int:
+    """Batches an evaluation computes at once: the run's ``fast_lanes`` where every
+    operation runs on one thread (lanes off a GPU), so that they use the cores; else 1."""
+    return cfg.fast_lanes if in_lanes_on_cpu(cfg) else 1
 
 
 def client_test_evaluation(exp: Experiment, spec: RoundSpec, evaluator):
@@ -256,7 +262,8 @@ def client_test_evaluation(exp: Experiment, spec: RoundSpec, evaluator):
     baseline, like for like with MS-PAFL's personalised accuracy); None otherwise."""
     if not spec.client_tests or not spec.program.split.trivial:
         return None
-    return PersonalEvaluation(evaluator, spec.program.split, _client_tests(exp))
+    return PersonalEvaluation(evaluator, spec.program.split, _client_tests(exp),
+                              lanes=_eval_lanes(exp.cfg))
 
 
 def _client_tests(exp: Experiment) -> ClientExamples:
@@ -442,7 +449,7 @@ def _evaluate(ctx: RunContext, state: RunState, rnd: int, row: dict, curve) -> N
         evaluator.set_weights(runner.weights)
         last = rnd + 1 == cfg.rounds
         x, y = (exp.data.x_test, exp.data.y_test) if last else curve
-        lanes = cfg.fast_lanes if in_lanes_on_cpu(cfg) else 1    # batches at once
+        lanes = _eval_lanes(cfg)
         row["test_loss"], row["test_accuracy"] = evaluate(evaluator, x, y, lanes=lanes)
         if exp.client_validation is not None:     # the pooled validation examples
             val = np.concatenate(exp.client_validation)
