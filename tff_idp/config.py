@@ -120,7 +120,8 @@ class CoreConfig:
     device: str = "auto"                      # "auto", "cpu" or "gpu" (fast backend's device)
     fast_chunk_size: int = 64                 # clients the fast backend trains at once (memory)
     # independent sub-cohorts a chunk trains in, run at once by TF's inter-op threads (a
-    # CPU: one per core, with TF_NUM_INTRAOP_THREADS=1; a GPU: 1); docs/backends.md
+    # CPU: one per core, with TF_NUM_INTRAOP_THREADS=1, evaluating as many batches at once;
+    # a GPU: 1); docs/backends.md
     fast_lanes: int = 1
     # the fast backend's Dense kernels under SGD: "auto" (a low-rank update where exact and
     # cheaper), "low_rank" (wherever exact) or "per_client" (a matrix per client); the same
