@@ -163,8 +163,9 @@ class PersonalEvaluation:
         if features is None:
             return x.reshape(len(x), -1).astype(np.float32)
         self.model.set_weights(weights)
-        return _logits(features, x, lanes=self.lanes) if len(x) else np.zeros((0, features.output_shape[-1]),
-                                                            np.float32)
+        if not len(x):
+            return np.zeros((0, features.output_shape[-1]), np.float32)
+        return _logits(features, x, lanes=self.lanes)
 
     def _client_readouts(self, weights, rows) -> dict:
         """Each client's read-out tensors, [N, ...] per read-out tensor index: the global
