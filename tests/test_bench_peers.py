@@ -160,7 +160,8 @@ def test_docs_convolution_floor_is_the_committed_script_output():
         for name, r in convs:
             ops = r["ops"]
             other = r.get("one_input_channel")
-            got.append([f"`{model}` " + name.replace("->", " -> "), f"{ops['forward']['grouped_x_shared']:.2f}",
+            got.append([f"`{model}` " + name.replace("->", " -> "),
+                        f"{ops['forward']['grouped_x_shared']:.2f}",
                         f"{ops['input_gradient']['grouped_x_shared']:.2f}"
                         if "input_gradient" in ops else "(not needed)",
                         f"{ops['filter_gradient']['grouped_x_shared']:.2f}",
