@@ -63,7 +63,7 @@ def test_what_a_caller_adds_is_given_at_construction():
     """The options reach the factory and its query whole; deriving a query on the shared
     coordinates leaves the original as it was."""
     import numpy as np
-    from tff_idp.aggregators import GroupGaussianFactory
+    from tff_idp.aggregators import GroupGaussianFactory, factory_of
     from tff_idp.methods.base import FactoryOptions
     from tff_idp.queries import GroupGaussianQuery
     masks = (np.ones((2, 2), np.float32), None)
@@ -71,10 +71,10 @@ def test_what_a_caller_adds_is_given_at_construction():
     shared = base.on_shared(masks)
     assert base.shared_masks is None and shared.shared_masks == list(masks)
     assert base.on_shared(None) is base
-    factory = GroupGaussianFactory([1.0], [0.5], [4.0],
-                                   **FactoryOptions(shared_masks=masks,
-                                                    client_diagnostics=True).kwargs())
+    options = FactoryOptions(shared_masks=masks, client_diagnostics=True)
+    factory = factory_of(base.on_shared(options.shared_masks), **options.kwargs())
     assert factory.query.shared_masks == list(masks) and factory.client_diagnostics
+    assert type(factory) is GroupGaussianFactory
     plain = GroupGaussianFactory([1.0], [0.5], [4.0], **FactoryOptions().kwargs())
     assert plain.query.shared_masks is None and not plain.client_diagnostics
     assert plain.record_aggregation_factory is None

@@ -46,18 +46,28 @@ class GroupGaussianFactory(tff.aggregators.UnweightedAggregationFactory):
     needs_client_info = True   # aggregates (update, group, seed), see the module docstring
 
     def __init__(self, *args, record_aggregation_factory=None, client_diagnostics=False,
-                 shared_masks=None, **kwargs):
+                 shared_masks=None, query=None, **kwargs):
         """``client_diagnostics``: also sum the clients' un-noised pre-clip norms and
         clipped indicators (module docstring), a simulation diagnostic that a deployment
         must not send; off unless asked for. ``shared_masks``: the noise on these
-        coordinates only (the query's :meth:`~GroupGaussianQuery.on_shared`)."""
+        coordinates only (the query's :meth:`~GroupGaussianQuery.on_shared`). ``query``:
+        a query of this factory's ``QUERY`` type built whole (shared masks included), in
+        place of the query's arguments (a method's ``aggregation_query``)."""
+        if query is not None:
+            if args or kwargs or shared_masks is not None:
+                raise TypeError("query= takes a query built whole: no query arguments or "
+                                "shared_masks beside it")
+            if type(query) is not self.QUERY:
+                raise TypeError(f"query={type(query).__name__}: {type(self).__name__} "
+                                f"places a {self.QUERY.__name__}")
         if record_aggregation_factory is not None and not isinstance(
                 record_aggregation_factory, tff.aggregators.UnweightedAggregationFactory):
             raise TypeError(f"record_aggregation_factory={record_aggregation_factory!r}: "
                             "must be a tff.aggregators.UnweightedAggregationFactory or None")
         self.record_aggregation_factory = record_aggregation_factory
         self.client_diagnostics = bool(client_diagnostics)
-        self.query = self.QUERY(*args, **kwargs).on_shared(shared_masks)
+        self.query = query if query is not None else \
+            self.QUERY(*args, **kwargs).on_shared(shared_masks)
 
     # the query's settings, as the round loop and the backends read them
     num_groups = property(lambda self: self.query.num_groups)

@@ -27,16 +27,12 @@ import tensorflow as tf
 from .. import dpmath
 from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
-from ..learning.optimizer import client_optimizer
-from ..learning.process import (GROUP, SEED, SLOT, build_group_dp_process,
-                                compose_group_dp_fed_avg)
+from ..methods.base import Aggregation
 from . import low_rank
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release
 from ..runtime import import_tff, stop_requested
-
-tff = import_tff()
 
 
 def client_diagnostics(cfg, plan) -> dict:
@@ -65,6 +61,7 @@ def learning_model_fn(model_fn, element_spec):
     """A ``tff.learning`` model of the suite's Keras model: the same forward pass, the mean
     cross-entropy from logits over every target (``client_work.example_losses``'s mean)."""
     spec = collections.OrderedDict(x=element_spec[0], y=element_spec[1])
+    tff = import_tff()
 
     def fn():
         return tff.learning.models.from_keras_model(
@@ -78,6 +75,13 @@ class TFFBackend:
     mode = "tff"
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program):
+        """``factory``: the method's :class:`~tff_idp.methods.base.Aggregation` (its TFF
+        factory is taken) or a TFF aggregation factory."""
+        from ..learning.optimizer import client_optimizer          # TFF: this backend's
+        from ..learning.process import build_group_dp_process, compose_group_dp_fed_avg
+        tff = import_tff()
+        if isinstance(factory, Aggregation):
+            factory = factory.factory
         self.batch_size, self.program = cfg.batch_size, program
         self.noise_in_empty_rounds = empty_rounds_noised(factory)
         self.diagnostics = client_diagnostics(cfg, plan)
@@ -132,6 +136,7 @@ class TFFBackend:
         """The library process's client data: each client's batches (one phase) with its
         aggregation group, noise seed and public-row slot in every element
         (``learning.process``)."""
+        from ..learning.process import GROUP, SEED, SLOT
         out = []
         for examples, info in zip(batches[0], infos):
             x, y = tuple(expand(examples))
@@ -199,17 +204,21 @@ class FastBackend:
 
     def __init__(self, cfg, plan, model_fn, w0, factory, element_spec, program,
                  mode: str = "cohort"):
-        """``mode``: "cohort" trains a chunk's clients as one model where the model allows
-        it (else "client-loop" is used); "client-loop" trains them one after another."""
+        """``factory``: the method's :class:`~tff_idp.methods.base.Aggregation` or an
+        aggregation factory of ours; this backend runs its query (the mechanism's
+        arithmetic, without TFF: a run here never imports TFF). ``mode``: "cohort" trains a
+        chunk's clients as one model where the model allows it (else "client-loop" is
+        used); "client-loop" trains them one after another."""
         if mode not in self.MODES:
             raise ValueError(f"mode={mode!r} is not one of {self.MODES}")
-        if plan.adaptive_clip and getattr(factory, "adaptive", None) is None:
+        query = getattr(factory, "query", None)
+        if query is None:
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
         self.cfg, self.program = cfg, program
-        self.noise_in_empty_rounds = empty_rounds_noised(factory)
-        self.query = factory.query           # the mechanism's arithmetic, without TFF
+        self.query = query
+        self.noise_in_empty_rounds = empty_rounds_noised(query)
         self.diagnostics = client_diagnostics(cfg, plan)
         self.m = plan.num_aggregation_groups
         self.chunk = cfg.fast_chunk_size

@@ -97,7 +97,7 @@ def make_runner(exp: Experiment, method: str, backend: Optional[str] = None,
     batch_dim = None if any(ph.epochs for ph in spec.program.phases) else cfg.batch_size
     shapes = (tf.TensorSpec([batch_dim] + list(x.shape[1:]), input_dtype(exp.data)),
               tf.TensorSpec([batch_dim] + list(exp.data.y_train.shape[1:]), tf.int32))
-    runner = BACKENDS[backend or cfg.backend](cfg, spec.plan, model_fn, w0, spec.factory,
+    runner = BACKENDS[backend or cfg.backend](cfg, spec.plan, model_fn, w0, spec.aggregation,
                                               shapes, spec.program, **runner_options)
     return runner, spec, w0
 

@@ -17,8 +17,9 @@ planner before the rounds and a reporter after them. Each hook sits in its role'
   change); :meth:`Method.client_program` (these with the distributor's and the finalizer's
   as one ``ClientProgram``); flag ``fedavg_round`` (FedAvg's client work on the whole model
   and one aggregation of its change: the library's ``LearningProcess`` runs such a method);
-- **aggregator**: :meth:`Method.aggregation_factory` (clip, noise, group sums, top-k,
-  reweighting; a TFF aggregation factory whose arithmetic the fast backend also runs),
+- **aggregator**: :meth:`Method.aggregation_query` (clip, noise, group sums, top-k,
+  reweighting: the query the fast backend runs) and :meth:`Method.aggregation_factory`
+  (the TFF aggregation factory placing it, for the TFF backend),
   :meth:`Method.noise_drawn_by`; flag ``adaptive_clip``;
 - **finalizer**: ``server_update`` (by default theta <- theta + server_lr * aggregate);
 - **reporter**: :meth:`Method.evaluation` (the global model on the test set when nothing is
@@ -31,8 +32,9 @@ The round loop (``engine.loop``) names no method. Before the data it asks the pl
 hooks; then it builds the method whole, once per run, with :meth:`Method.build`: a
 :class:`RoundSpec` of the plan, the client program (the distributor's and client work's hooks
 composed as an ``algorithms.client_work.ClientProgram``, as FedJAX's client init / step /
-final, with the finalizer's server step), the aggregation factory (the mechanism, built whole
-with :class:`FactoryOptions`) and what the reporter evaluates and adds to the summary; the
+final, with the finalizer's server step), the aggregation (the mechanism's query and, for
+the TFF backend, its factory, built whole with :class:`FactoryOptions`) and what the
+reporter evaluates and adds to the summary; the
 backends (``engine.backends``: TFF and fast) run the spec. After the rounds only
 :meth:`Method.privacy_summary` is asked (it reads the ledger). Adding a method is a new
 plug-in module and a registry line (``tff_idp.methods``); the personal state of
@@ -70,9 +72,30 @@ class FactoryOptions:
     record_aggregation_factory: object = None
 
     def kwargs(self) -> dict:
-        """The options as :class:`~tff_idp.aggregators.GroupGaussianFactory` takes them."""
-        return dict(shared_masks=self.shared_masks, client_diagnostics=self.client_diagnostics,
+        """What a factory takes beside its query built whole
+        (:func:`tff_idp.aggregators.factory_of`; the shared masks are the query's)."""
+        return dict(client_diagnostics=self.client_diagnostics,
                     record_aggregation_factory=self.record_aggregation_factory)
+
+
+class Aggregation:
+    """A method's aggregator for one run, built whole (:meth:`Method.build`): ``query``,
+    the mechanism's arithmetic without TFF (:meth:`Method.aggregation_query`: what the fast
+    backend runs; None where the method aggregates with a TFF factory alone), and
+    ``factory``, the TFF aggregation factory (:meth:`Method.aggregation_factory`: what the
+    TFF backend runs), built when first asked for, so that a run on the fast backend never
+    imports TFF. Neither is changed once built."""
+
+    def __init__(self, query, build_factory):
+        self.query = query
+        self._build_factory = build_factory
+        self._factory = None
+
+    @property
+    def factory(self):
+        if self._factory is None:
+            self._factory = self._build_factory()
+        return self._factory
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,17 +103,22 @@ class RoundSpec:
     """A method built whole for one run (:meth:`Method.build`), what the engine and the
     backends run: the privacy ``plan``; the ``program`` (an
     ``algorithms.client_work.ClientProgram``: split, phases, sparsified training, what leaves
-    a client, the server step); the ``factory`` (the aggregation factory: clip, noise, group
-    sums, as TFF's ``DifferentiallyPrivateFactory``, never changed once built); the
-    reporter's parts: ``evaluation`` (a read-out fine-tune per client, or None),
-    ``client_tests`` (the global model on each client's own test examples too) and
-    ``extras`` (the run summary's entries of this method)."""
+    a client, the server step); the ``aggregation`` (:class:`Aggregation`: the query and the
+    TFF factory of clip, noise and group sums, as TFF's ``DifferentiallyPrivateFactory``,
+    never changed once built); the reporter's parts: ``evaluation`` (a read-out fine-tune
+    per client, or None), ``client_tests`` (the global model on each client's own test
+    examples too) and ``extras`` (the run summary's entries of this method)."""
     plan: MethodPlan
     program: object
-    factory: object
+    aggregation: Aggregation
     evaluation: Optional[Dict]
     client_tests: bool
     extras: Dict
+
+    @property
+    def factory(self):
+        """The TFF aggregation factory (:attr:`Aggregation.factory`)."""
+        return self.aggregation.factory
 
 
 class Method:
@@ -184,12 +212,16 @@ class Method:
             shared_masks=None if program.split.trivial else tuple(program.split.masks),
             client_diagnostics=client_diagnostics)
         try:
-            factory = self.aggregation_factory(plan, cfg, noise_seed, options)
+            aggregation = Aggregation(
+                self.aggregation_query(plan, cfg, noise_seed, options),
+                lambda: self.aggregation_factory(plan, cfg, noise_seed, options))
+            if cfg.backend != "fast":   # the TFF backend's factory now: its errors first
+                aggregation.factory
         except ValueError as e:         # a factory that cannot take the personal part's masks
             if options.shared_masks is None:
                 raise
             raise ConfigError(f"personal={program.split.spec!r}: {e}") from e
-        return RoundSpec(plan, program, factory, self.evaluation(cfg), self.client_tests,
+        return RoundSpec(plan, program, aggregation, self.evaluation(cfg), self.client_tests,
                          self.summary_extras(plan, cfg))
 
     def client_program(self, cfg, model):
@@ -250,19 +282,48 @@ class Method:
 
     # --- the aggregator: clip, noise, group sums (a TFF aggregation factory) ----------
 
+    def aggregation_query(self, plan: MethodPlan, cfg, noise_seed: Optional[int],
+                          options: FactoryOptions = FactoryOptions()):
+        """The mechanism the aggregator runs, built whole: a query of ``tff_idp.queries``
+        (clip, noise, group sums, top-k, reweighting; TensorFlow arithmetic without TFF),
+        its noise on ``options``' shared coordinates only. The fast backend runs it and
+        :meth:`aggregation_factory` places it on TFF's clients and server. GDPFed's
+        group-wise Gaussian query by default. ``noise_seed`` seeds the server's draws (with
+        ``cfg.noise_draw == "group"``, and empty groups): the simulator passes one derived
+        from the run's seed, for reproducibility; None draws a secret one. None: the method
+        aggregates with a TFF factory that has no such query (the TFF backend only); a
+        plug-in that overrides :meth:`aggregation_factory` alone gets its factory's query.
+        ValueError for options the query cannot take."""
+        if type(self).aggregation_factory is not Method.aggregation_factory:
+            return getattr(self.aggregation_factory(plan, cfg, noise_seed, options), "query",
+                           None)
+        return self._group_gaussian_query(plan, cfg, noise_seed, options)
+
+    @staticmethod
+    def _group_gaussian_query(plan, cfg, noise_seed, options, noise_stddevs=None, **extra):
+        """GDPFed's query (Alg. 1) of ``plan``: :class:`~tff_idp.queries.GroupGaussianQuery`,
+        with ``noise_stddevs`` in place of the plan's and ``extra`` (IDP-FedAvg's adaptive
+        clipping)."""
+        from ..queries import GroupGaussianQuery
+        return GroupGaussianQuery(
+            plan.clips, plan.noise_stddevs if noise_stddevs is None else noise_stddevs,
+            plan.expected_cohorts, plan.weights, plan.keep_fractions,
+            noise_draw=cfg.noise_draw, noise_seed=noise_seed,
+            **extra).on_shared(options.shared_masks)
+
     def aggregation_factory(self, plan: MethodPlan, cfg, noise_seed: Optional[int],
                             options: FactoryOptions = FactoryOptions()):
-        """The aggregation factory (clip, noise, group sums, top-k, reweighting) of ``plan``,
-        built whole with ``options`` (:class:`FactoryOptions`): GDPFed's group-wise Gaussian
-        factory by default. ``noise_seed`` seeds the server's draws (with
-        ``cfg.noise_draw == "group"``, and empty groups): the simulator passes one derived
-        from the run's seed, for reproducibility; None draws a secret one. ValueError for
-        options the method's factory cannot take."""
-        from ..aggregators import GroupGaussianFactory
-        return GroupGaussianFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts,
-                                    plan.weights, plan.keep_fractions,
-                                    noise_draw=cfg.noise_draw, noise_seed=noise_seed,
-                                    **options.kwargs())
+        """The TFF aggregation factory of ``plan`` (what the TFF backend and the library's
+        process run), built whole with ``options`` (:class:`FactoryOptions`): the query of
+        :meth:`aggregation_query` placed by its factory (``aggregators.factory_of``), with
+        the caller's record sum and client diagnostics. ValueError for options the
+        method's factory cannot take."""
+        from ..aggregators import factory_of
+        if type(self).aggregation_query is not Method.aggregation_query:
+            query = self.aggregation_query(plan, cfg, noise_seed, options)
+        else:                   # (a plug-in's factory may call this one: not back to it)
+            query = self._group_gaussian_query(plan, cfg, noise_seed, options)
+        return factory_of(query, **options.kwargs())
 
     def noise_drawn_by(self, cfg) -> str:
         """Who draws the noise the server's sums carry: ``"client"`` (each its share, Alg. 1

@@ -140,34 +140,52 @@ class IDPFedAvg(_Individualized):
     def plan_version(self, cfg):
         return 1                   # SAMPLE's rates on the full RDP orders
 
-    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
+    @staticmethod
+    def _adaptive_noise(plan):
+        """(expected cohort, noise multiplier z, clipped-count noise std) of ``plan``."""
         cohort = float(plan.expected_cohorts[0])
         z = float(plan.noise_multipliers[0])
-        count_std = idp.clipped_count_stddev(z, cohort)
-        if cfg.adaptive_clipping == "tff":      # TFF's own factory: nothing to add to it
-            if options.shared_masks is not None:
-                raise ValueError(f"the aggregator of {self.name!r} with adaptive_clipping="
-                                 "'tff' cannot keep its noise off the personal part")
-            if options.record_aggregation_factory is not None:
-                raise ValueError(f"record_aggregation_factory: {self.name} with "
-                                 "adaptive_clipping='tff' aggregates with TFF's own factory; "
-                                 "pass it none")
-            from ..runtime import import_tff
-            tff = import_tff()
-            return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
-                noise_multiplier=z, clients_per_round=cohort,
-                initial_l2_norm_clip=float(plan.clips[0]),
-                target_unclipped_quantile=idp.ADAPTIVE_TARGET_QUANTILE,
-                learning_rate=idp.ADAPTIVE_LEARNING_RATE, clipped_count_stddev=count_std)
-        from ..aggregators import GroupGaussianFactory
+        return cohort, z, idp.clipped_count_stddev(z, cohort)
+
+    def _refuse_for_tffs_factory(self, options, record_sum: bool):
+        """ValueError for what TFF's own factory (adaptive_clipping='tff') cannot take."""
+        if options.shared_masks is not None:
+            raise ValueError(f"the aggregator of {self.name!r} with adaptive_clipping="
+                             "'tff' cannot keep its noise off the personal part")
+        if record_sum and options.record_aggregation_factory is not None:
+            raise ValueError(f"record_aggregation_factory: {self.name} with "
+                             "adaptive_clipping='tff' aggregates with TFF's own factory; "
+                             "pass it none")
+
+    def aggregation_query(self, plan, cfg, noise_seed, options=FactoryOptions()):
+        """GDPFed's query with adaptive clipping (paper 004; ``queries.AdaptiveClipping``,
+        the value noise raised for the clipped count's share, ``idp.value_noise_multiplier``);
+        None with ``adaptive_clipping='tff'``: TFF's own factory, no query of ours."""
+        if cfg.adaptive_clipping == "tff":
+            self._refuse_for_tffs_factory(options, record_sum=False)
+            return None
         from ..queries import AdaptiveClipping
+        _, z, count_std = self._adaptive_noise(plan)
         z_value = idp.value_noise_multiplier(z, count_std)
-        return GroupGaussianFactory(
-            plan.clips, [z_value * plan.clips[0]], plan.expected_cohorts, plan.weights,
-            plan.keep_fractions,
+        return self._group_gaussian_query(
+            plan, cfg, noise_seed, options, noise_stddevs=[z_value * plan.clips[0]],
             adaptive=AdaptiveClipping(z_value, count_std, idp.ADAPTIVE_TARGET_QUANTILE,
-                                      idp.ADAPTIVE_LEARNING_RATE),
-            noise_draw=cfg.noise_draw, noise_seed=noise_seed, **options.kwargs())
+                                      idp.ADAPTIVE_LEARNING_RATE))
+
+    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
+        """Our query's factory, or with ``adaptive_clipping='tff'`` TFF's
+        ``DifferentiallyPrivateFactory.gaussian_adaptive`` at the same settings."""
+        if cfg.adaptive_clipping != "tff":
+            return super().aggregation_factory(plan, cfg, noise_seed, options)
+        self._refuse_for_tffs_factory(options, record_sum=True)
+        cohort, z, count_std = self._adaptive_noise(plan)
+        from ..runtime import import_tff
+        tff = import_tff()
+        return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
+            noise_multiplier=z, clients_per_round=cohort,
+            initial_l2_norm_clip=float(plan.clips[0]),
+            target_unclipped_quantile=idp.ADAPTIVE_TARGET_QUANTILE,
+            learning_rate=idp.ADAPTIVE_LEARNING_RATE, clipped_count_stddev=count_std)
 
     def noise_drawn_by(self, cfg):
         """TFF's ``DifferentiallyPrivateFactory`` adds its noise to the server-placed sum:

@@ -176,11 +176,13 @@ class MSPAFL(Method):
     def plan_summary(self, plan, setting):
         return {"local_noise_std": plan.noise_stddevs[0]}
 
-    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
-        from ..aggregators.local_gaussian import LocalGaussianFactory
+    def aggregation_query(self, plan, cfg, noise_seed, options=FactoryOptions()):
+        """Each client's own Gaussian noise (local DP, 002 eq. 12) and the check-in
+        normaliser (``queries.local_gaussian``)."""
+        from ..queries.local_gaussian import LocalGaussianQuery
         nu = mspafl.checkin_normaliser(plan.rates[0], cfg.num_clients)
-        return LocalGaussianFactory(plan.clips[0], plan.noise_stddevs[0],
-                                    plan.expected_cohorts[0], nu, **options.kwargs())
+        return LocalGaussianQuery(plan.clips[0], plan.noise_stddevs[0],
+                                  plan.expected_cohorts[0], nu).on_shared(options.shared_masks)
 
     @staticmethod
     def client_output(start, final, masks):

@@ -110,13 +110,15 @@ class PFA(Method):
         return {**super().plan_kwargs(cfg), "pfa_accounting": cfg.pfa_accounting,
                 "public_noise": cfg.pfa_public_noise}
 
-    def aggregation_factory(self, plan, cfg, noise_seed, options=FactoryOptions()):
-        from ..aggregators import PFAFactory, PFAProjection
-        return PFAFactory(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
-                          PFAProjection(plan.public_group, plan.projected_group,
-                                        public_noise=plan.public_noise,
-                                        projection=cfg.pfa_projection),
-                          noise_seed=noise_seed, **options.kwargs())
+    def aggregation_query(self, plan, cfg, noise_seed, options=FactoryOptions()):
+        """PFA's query (``queries.pfa``): the private groups' mean projected onto the public
+        clients' principal directions."""
+        from ..queries.pfa import PFAProjection, PFAQuery
+        return PFAQuery(plan.clips, plan.noise_stddevs, plan.expected_cohorts, plan.weights,
+                        PFAProjection(plan.public_group, plan.projected_group,
+                                      public_noise=plan.public_noise,
+                                      projection=cfg.pfa_projection),
+                        noise_seed=noise_seed).on_shared(options.shared_masks)
 
     def plan_version(self, cfg):
         """2: the private mean projected around the public mean, per layer by default (the
