@@ -156,6 +156,21 @@ def test_unsupported_methods_fail_clearly():
         loop.run_method(exp, "idp_fedavg", progress=False, backend="fast")
 
 
+def test_an_adaptive_plan_with_a_query_that_does_not_adapt_is_refused():
+    """A plan that says its clip adapts (IDP-FedAvg) is not run with a query whose clip is
+    fixed: the fast backend refuses it rather than training without the adaptation."""
+    import dataclasses
+    from tff_idp.methods.base import Aggregation, FactoryOptions, Method
+    exp = _experiment("idp_fedavg", [])
+    spec = loop.round_spec(exp, "idp_fedavg", loop.build_model_fn(exp, "idp_fedavg")())
+    assert spec.plan.adaptive_clip and spec.aggregation.query.adaptive is not None
+    fixed = Method._group_gaussian_query(spec.plan, exp.cfg, 0, FactoryOptions())
+    assert fixed.adaptive is None
+    with pytest.raises(UnsupportedByBackend, match="backend='tff'"):
+        loop.make_runner(exp, "idp_fedavg", "fast", dataclasses.replace(
+            spec, aggregation=Aggregation(fixed, lambda: None)))
+
+
 def test_a_sequence_of_targets_is_one_example_whose_loss_is_its_positions_mean():
     """client_work.example_losses: [batch] (or [K, batch]) whatever the targets' shape, so
     an example's weight covers its whole sequence, and the mean over examples is the mean

@@ -211,8 +211,8 @@ class FastBackend:
         used); "client-loop" trains them one after another."""
         if mode not in self.MODES:
             raise ValueError(f"mode={mode!r} is not one of {self.MODES}")
-        query = getattr(factory, "query", None)
-        if query is None:
+        query = getattr(factory, "query", None)       # an adaptive plan needs its query's
+        if query is None or (plan.adaptive_clip and query.adaptive is None):      # clipping
             raise UnsupportedByBackend(f"methods={plan.method!r}: TFF's own adaptive-clipping "
                                        "factory (adaptive_clipping='tff') runs on "
                                        "backend='tff' only; adaptive_clipping='ours' runs on both")
