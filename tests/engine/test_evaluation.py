@@ -174,12 +174,11 @@ def test_the_round_loop_evaluates_in_the_runs_lanes(monkeypatch, extra, lanes):
         seen.append(k.get("lanes", 1))
         return real(*a, **k)
     monkeypatch.setattr(loop, "evaluate", spy)
-    cfg = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra).cfg
+    exp = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra)
     from tff_idp.runtime import in_lanes_on_cpu
-    assert in_lanes_on_cpu(cfg) == (lanes > 1)
+    assert in_lanes_on_cpu(exp.cfg) == (lanes > 1)
     if 'device="gpu"' in extra:             # no GPU here: the predicate alone
         return
-    exp = experiment("p_fedavg", ['backend="fast"', "rounds=2", "num_clients=20"], extra)
     loop.run_method(exp, "p_fedavg", progress=False)
     assert seen and set(seen) == {lanes}
 

@@ -115,11 +115,6 @@ class RoundSpec:
     client_tests: bool
     extras: Dict
 
-    @property
-    def factory(self):
-        """The TFF aggregation factory (:attr:`Aggregation.factory`)."""
-        return self.aggregation.factory
-
 
 class Method:
     """The plug-in interface (module docstring). Subclasses set ``name`` and ``planner`` and
