@@ -113,6 +113,23 @@ def test_a_round_with_factored_kernels_is_the_per_client_round(method, extra):
     assert rows_lr[0]["test_accuracy"] == pytest.approx(rows[0]["test_accuracy"], abs=2e-3)
 
 
+@pytest.mark.parametrize("mode", ["per_client", "low_rank"])
+def test_lanes_with_no_client_of_their_own_do_not_change_a_cnn_round(mode):
+    """Chunks of 3 clients in 4 lanes (a lane of none in every chunk; the cohort's last
+    chunk may hold 1): the CNN's round is the round of one chunk in one lane. A sub-cohort
+    of 0 clients reached the grouped convolution as a filter of 0 elements and ended a
+    paper-scale run (2026-12-03, a Poisson cohort of 97 in chunks of 32 in 2 lanes);
+    test_backends' lane test runs the LSTM, which takes empty batches."""
+    extra = CNN + ("momentum=0.5", f'fast_dense_updates="{mode}"')
+    exp = _experiment("dp_fedavg", extra + ("fast_chunk_size=64",))
+    one, rows = _run(exp, "dp_fedavg", "fast", mode="cohort")
+    assert rows[0]["cohort"] > 3                     # more than one chunk of 3 or fewer
+    placed, _ = _run(_experiment("dp_fedavg", extra + ("fast_chunk_size=3", "fast_lanes=4")),
+                     "dp_fedavg", "fast", mode="cohort")
+    for a, b in zip(one, placed):
+        np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
+
+
 def test_the_factored_round_matches_the_tff_backend():
     """One round of DP-FedAvg on the CNN, noise on: the TFF backend's model to 1e-5 (over
     more rounds the noised model's training amplifies last-bit differences past it:

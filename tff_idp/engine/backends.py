@@ -345,42 +345,55 @@ class FastBackend:
 
     def _train_lanes(self, start, data, lr, k):
         """The chunk's k clients trained from ``start`` ([k, ...] per tensor) in
-        ``fast_lanes`` independent sub-cohorts of about k / lanes clients (the last ones
-        may be smaller or empty), concatenated back in client order: (final weights, mean
-        loss per client). The lanes share no tensor, so TensorFlow's inter-op threads run
-        them at once, one core each on a CPU (docs/backends.md); each client's arithmetic
-        is the same as in one cohort."""
+        ``fast_lanes`` independent sub-cohorts (:meth:`_lanes`), concatenated back in
+        client order: (final weights, mean loss per client). The lanes share no tensor, so
+        TensorFlow's inter-op threads run them at once, one core each on a CPU
+        (docs/backends.md); each client's arithmetic is the same as in one cohort."""
         finals, losses = [], []
-        for a, b in self._lanes(k):
+        for lo, hi, keep in self._lanes(k):
             final, loss = self.trainer.train_cohort_phases(
-                self.cohort_model, [t[a:b] for t in start],
-                [PhaseBatches(CohortData(*(x if x is None else x[a:b] for x in d[:3]),
-                                         order=d[3][a:b] if len(d) > 3 else None),
+                self.cohort_model, [t[lo:hi] for t in start],
+                [PhaseBatches(CohortData(*(x if x is None else x[lo:hi] for x in d[:3]),
+                                         order=d[3][lo:hi] if len(d) > 3 else None),
                               spec, on_features)
                  for d, spec, on_features in zip(data, self.specs, self.cached)],
                 lr, self.cohort_model.readout_tensors)
-            finals.append(final)
-            losses.append(loss)
+            finals.append([t[:keep] for t in final])
+            losses.append(loss[:keep])
         if len(finals) == 1:
             return finals[0], losses[0]
         return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
 
     def _lanes(self, k):
-        """(first, end) of each of the ``fast_lanes`` sub-cohorts of k clients, about k /
-        lanes each (the last ones may be smaller or empty)."""
+        """(lo, hi, keep) per lane of ``fast_lanes`` sub-cohorts of the chunk's k >= 1
+        clients: rows lo:hi are trained and the first ``keep`` of them are the lane's
+        clients. The lanes split k as evenly as they can (sizes differ by at most one, so
+        none is empty when k >= lanes); a lane with no client of its own (k < lanes) trains
+        a copy of the chunk's last client and keeps none of it, since a sub-cohort of 0
+        clients reaches operations that refuse empty tensors (a grouped convolution's
+        filter of 0 elements) and the lanes are one traced graph for every k."""
         lanes = self.cfg.fast_lanes
-        width = (k + lanes - 1) // lanes
-        return [(tf.minimum(lane * width, k), tf.minimum((lane + 1) * width, k))
-                for lane in range(lanes)]
+        if lanes == 1:
+            return [(0, k, k)]
+        bounds = [(lane * k) // lanes for lane in range(lanes + 1)]
+        lanes_rows = []
+        for a, b in zip(bounds, bounds[1:]):
+            lo = tf.minimum(a, k - 1)
+            lanes_rows.append((lo, tf.maximum(b, lo + 1), b - a))
+        return lanes_rows
 
     def _train_factored(self, weights, data, lr):
         """:func:`low_rank.train_factored` of the chunk's clients in ``fast_lanes``
-        sub-cohorts (:meth:`_train_lanes`): (what each sends, with a zero [K] in a factored
+        sub-cohorts (:meth:`_lanes`): (what each sends, with a zero [K] in a factored
         kernel's place; :class:`low_rank.DenseFactors` per factored kernel; mean losses)."""
-        parts = [low_rank.train_factored(
-            self.trainer, self.cohort_model, self.program, weights, self.factored,
-            tuple(x if x is None else x[a:b] for x in data[:3]), lr, self.specs[0])
-            for a, b in self._lanes(tf.shape(data[0])[0])]
+        parts = []
+        for lo, hi, keep in self._lanes(tf.shape(data[0])[0]):
+            out, factors, losses = low_rank.train_factored(
+                self.trainer, self.cohort_model, self.program, weights, self.factored,
+                tuple(x if x is None else x[lo:hi] for x in data[:3]), lr, self.specs[0])
+            parts.append(([t[:keep] for t in out],
+                          [low_rank.DenseFactors(f.xs[:keep], f.ds[:keep]) for f in factors],
+                          losses[:keep]))
         if len(parts) == 1:
             return parts[0]
         outs, factors, losses = zip(*parts)
