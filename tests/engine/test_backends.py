@@ -195,9 +195,9 @@ def test_fast_chunk_size_and_lanes_do_not_change_the_model():
     fingerprint; the Shakespeare cells run one chunk of 128 on a GPU, chunks of 8 in 2 lanes
     on a CPU): the LSTM's model after a round is the same, to float32 summation order, with
     every client in one chunk and with chunks of 5 in 4 lanes (the cohort of about 6 in
-    chunks trained in turn, a chunk of 5 split 2 + 2 + 1 + none: uneven lanes, and a lane
-    may be empty; chunks without lanes were a case of their own until the suite outgrew 20
-    minutes)."""
+    chunks trained in turn, a chunk of 5 split 1 + 1 + 1 + 2: uneven lanes, and a part
+    chunk of fewer than 4 has lanes with no client of their own; chunks without lanes were
+    a case of their own until the suite outgrew 20 minutes)."""
     extra = ('dataset="synthetic:shakespeare-leaf-positions"', 'model="char_lstm_torch"',
              "num_clients=12", "expected_rate=0.5", "rounds=1", "local_steps=1",
              "batch_size=4", "momentum=0.9")
