@@ -1,0 +1,63 @@
+"""scripts/rerun_against_archive.py: a column rerun beside its archived runs, cell by cell
+(same seeds, and the spread of every archived seed), and the wall times of the same runs."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "rerun_against_archive.py"
+spec = importlib.util.spec_from_file_location("rerun_against_archive", SCRIPT)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+
+
+def _runs(folder: Path, runs):
+    for (method, seed), (accuracy, wall) in runs.items():
+        run = folder / f"{method}-seed{seed}"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({
+            "final_test_accuracy": accuracy, "seconds_wall": wall,
+            "seconds_per_round_after_first": wall / 100, "seconds_eval": wall / 10,
+            "machine": {"host": folder.name}}))
+    (folder / "report").mkdir()                     # not a run: ignored
+
+
+def test_cells_spread_and_times(tmp_path, capsys):
+    _runs(tmp_path / "a", {("gdpfed", 0): (0.70, 100.0), ("gdpfed", 1): (0.72, 300.0),
+                           ("pfa", 0): (0.60, 100.0)})
+    _runs(tmp_path / "b", {("gdpfed", 3): (0.74, 50.0)})             # seeds 3-5: spread only
+    _runs(tmp_path / "new", {("gdpfed", 0): (0.73, 40.0), ("gdpfed", 1): (0.73, 60.0),
+                             ("pfa", 0): (0.65, 50.0), ("pfa", 9): (0.1, 1.0)})
+    out = tmp_path / "cmp.json"
+    assert mod.main(["--archived", str(tmp_path / "a"), "--archived", str(tmp_path / "b"),
+                     "--rerun", str(tmp_path / "new"), "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    g = got["cells"]["gdpfed"]
+    assert g["seeds"] == [0, 1] and g["spread_seeds"] == [0, 1, 3]
+    assert g["archived_mean"] == pytest.approx(71.0) and g["rerun_mean"] == pytest.approx(73.0)
+    assert g["difference"] == pytest.approx(2.0)
+    assert g["largest_seed_difference"] == pytest.approx(3.0)
+    assert g["spread_mean"] == pytest.approx(72.0) and g["spread_std"] == pytest.approx(2.0)
+    assert g["difference_from_spread_mean_in_stds"] == pytest.approx(0.5)
+    assert g["inside_archived_range"]                         # 73 in [70, 74]
+    assert not got["cells"]["pfa"]["inside_archived_range"]   # 65 outside [60, 60]
+    # the times of the same runs only: seed 3 (archived) and seed 9 (rerun) left out
+    assert got["totals"]["archived"]["seconds_wall"] == pytest.approx(500.0)
+    assert got["totals"]["rerun"]["seconds_wall"] == pytest.approx(150.0)
+    assert got["ratios"]["seconds_wall"] == pytest.approx(0.3)
+    assert got["only_rerun"] == ["pfa-seed9"]
+    printed = capsys.readouterr().out
+    assert "| gdpfed | 0, 1 | 70.00, 72.00 | 73.00, 73.00 | 71.00 -> 73.00 (+2.00) |" in printed
+    assert "(0.30x)" in printed and "pfa-seed9" in printed
+
+
+def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
+    _runs(tmp_path / "a", {("gdpfed", 0): (0.7, 1.0)})
+    _runs(tmp_path / "new", {("gdpfed", 5): (0.7, 1.0)})
+    assert mod.main(["--archived", str(tmp_path / "nope"), "--rerun", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--archived" in err and "nope" in err
+    assert mod.main(["--archived", str(tmp_path / "a"), "--rerun", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rerun" in err
