@@ -190,6 +190,22 @@ def test_a_sequence_of_targets_is_one_example_whose_loss_is_its_positions_mean()
     np.testing.assert_allclose(one, every[0, :, -1], rtol=1e-6)
 
 
+def test_lanes_cover_a_chunk_in_order_and_none_trains_zero_rows():
+    """backends.lane_rows for every chunk of 1-13 clients in 1-5 lanes: every lane trains
+    at least one row, the kept rows are the chunk's clients once each in order, and the
+    lanes' sizes differ by at most one."""
+    for lanes in range(1, 6):
+        for k in range(1, 14):
+            rows = [tuple(int(v) for v in r) for r in backends.lane_rows(k, lanes)]
+            assert len(rows) == lanes
+            assert all(0 <= lo < hi <= k and 0 <= keep <= hi - lo for lo, hi, keep in rows)
+            kept = [i for lo, _, keep in rows for i in range(lo, lo + keep)]
+            assert kept == list(range(k))
+            sizes = [keep for _, _, keep in rows]
+            assert max(sizes) - min(sizes) <= 1
+            assert min(sizes) > 0 or k < lanes
+
+
 def test_fast_chunk_size_and_lanes_do_not_change_the_model():
     """`fast_chunk_size` and `fast_lanes` only place the clients (outside the run
     fingerprint; the Shakespeare cells run one chunk of 128 on a GPU, chunks of 8 in 2 lanes

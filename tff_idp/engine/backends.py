@@ -365,22 +365,8 @@ class FastBackend:
         return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
 
     def _lanes(self, k):
-        """(lo, hi, keep) per lane of ``fast_lanes`` sub-cohorts of the chunk's k >= 1
-        clients: rows lo:hi are trained and the first ``keep`` of them are the lane's
-        clients. The lanes split k as evenly as they can (sizes differ by at most one, so
-        none is empty when k >= lanes); a lane with no client of its own (k < lanes) trains
-        a copy of the chunk's last client and keeps none of it, since a sub-cohort of 0
-        clients reaches operations that refuse empty tensors (a grouped convolution's
-        filter of 0 elements) and the lanes are one traced graph for every k."""
-        lanes = self.cfg.fast_lanes
-        if lanes == 1:
-            return [(0, k, k)]
-        bounds = [(lane * k) // lanes for lane in range(lanes + 1)]
-        lanes_rows = []
-        for a, b in zip(bounds, bounds[1:]):
-            lo = tf.minimum(a, k - 1)
-            lanes_rows.append((lo, tf.maximum(b, lo + 1), b - a))
-        return lanes_rows
+        """:func:`lane_rows` of the chunk's k clients in ``fast_lanes`` sub-cohorts."""
+        return lane_rows(k, self.cfg.fast_lanes)
 
     def _train_factored(self, weights, data, lr):
         """:func:`low_rank.train_factored` of the chunk's clients in ``fast_lanes``
@@ -493,6 +479,24 @@ class FastBackend:
         return {**{col: values[k] for k, col in self.diagnostics.items()},
                 "adaptive_clip": next_clip if self.query.adaptive is not None else np.nan}, \
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
+
+
+def lane_rows(k, lanes: int):
+    """(lo, hi, keep) per lane of ``lanes`` sub-cohorts of a chunk's k >= 1 clients (k a
+    Python int or a scalar tensor: the lanes are one traced graph for every k): rows lo:hi
+    are trained and the first ``keep`` of them are the lane's own clients, in client order.
+    The lanes split k as evenly as they can (sizes differ by at most one, so none is empty
+    when k >= lanes); a lane with no client of its own (k < lanes) trains a copy of the
+    chunk's last client and keeps none of it, since a sub-cohort of 0 clients reaches
+    operations that refuse empty tensors (a grouped convolution's filter of 0 elements)."""
+    if lanes == 1:
+        return [(0, k, k)]
+    bounds = [(lane * k) // lanes for lane in range(lanes + 1)]
+    rows = []
+    for a, b in zip(bounds, bounds[1:]):
+        lo = tf.minimum(a, k - 1)
+        rows.append((lo, tf.maximum(b, lo + 1), b - a))
+    return rows
 
 
 # the values of the config key ``fast_noise_shares`` (tff_idp.config.NOISE_SHARES, which a
