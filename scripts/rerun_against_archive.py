@@ -1,8 +1,9 @@
 """A table's column rerun by another computation path, set beside its archived runs: per
 cell (method) the archived seeds' final accuracies and the rerun's, their means, the
 archived seeds' spread, and whether the rerun's mean stays inside it; per run the seconds
-it took (``seconds_wall``, a training round after the first, evaluation); the column's
-total wall time and its ratio to the archive's. Issue 79 asks this of the low-rank path:
+it took (``seconds_wall``, a training round after the first, evaluation) and the CPU
+seconds its process used (``cpu_seconds``, summed over the run's segments); the column's
+totals and their ratios to the archive's. Issue 79 asks this of the low-rank path:
 "every cell stays within its seed spread of the archived one" and "costs at most half the
 archived runs' wall time on the same machine".
 
@@ -19,8 +20,10 @@ same cells' seeds 3-5): "inside the spread" is the rerun's mean within the archi
 [min, max]; the difference in archived standard deviations is printed beside it. A rerun
 seed that was never archived is listed and left out; the times compare the runs of the
 same seeds only.
-Wall times compare only when both were measured under the same load: the summaries'
-machine records (host, CPU, boot) are printed so that a reader can tell.
+Wall times compare only when both were measured under the same load (runs trained two at
+a time beside other work take up to twice their time alone): the CPU seconds are the
+measure that load changes least, and the summaries' machine records (host, CPU, boot) are
+printed so that a reader can tell which machine ran what.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ import sys
 from pathlib import Path
 
 RUN = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)$")
-TIMES = ("seconds_wall", "seconds_per_round_after_first", "seconds_eval")
+TIMES = ("seconds_wall", "seconds_per_round_after_first", "seconds_eval", "cpu_seconds")
 
 
 def read_runs(folder: Path) -> dict:
@@ -41,7 +44,9 @@ def read_runs(folder: Path) -> dict:
     for summary in sorted(folder.glob("*/summary.json")):
         got = RUN.match(summary.parent.name)
         if got:
-            runs[(got["method"], int(got["seed"]))] = json.loads(summary.read_text())
+            run = json.loads(summary.read_text())
+            run["cpu_seconds"] = sum(s.get("cpu_seconds", 0.0) for s in run.get("segments", []))
+            runs[(got["method"], int(got["seed"]))] = run
     return runs
 
 
@@ -137,7 +142,8 @@ def main(argv=None) -> int:
     print(f"\nwall time of the {len(result['runs'])} runs: archived "
           f"{t['archived']['seconds_wall']:.0f} s, rerun {t['rerun']['seconds_wall']:.0f} s "
           f"({r['seconds_wall']:.2f}x); a training round {r['seconds_per_round_after_first']:.2f}x,"
-          f" evaluation {r['seconds_eval']:.2f}x")
+          f" evaluation {r['seconds_eval']:.2f}x; CPU seconds {t['archived']['cpu_seconds']:.0f}"
+          f" -> {t['rerun']['cpu_seconds']:.0f} ({r['cpu_seconds']:.2f}x)")
     for side, machines in result["machines"].items():
         print(f"{side} machines: {'; '.join(machines)}")
     if result["only_rerun"]:

@@ -19,6 +19,7 @@ def _runs(folder: Path, runs):
         (run / "summary.json").write_text(json.dumps({
             "final_test_accuracy": accuracy, "seconds_wall": wall,
             "seconds_per_round_after_first": wall / 100, "seconds_eval": wall / 10,
+            "segments": [{"cpu_seconds": wall}, {"cpu_seconds": wall / 2}],   # resumed once
             "machine": {"host": folder.name}}))
     (folder / "report").mkdir()                     # not a run: ignored
 
@@ -46,10 +47,13 @@ def test_cells_spread_and_times(tmp_path, capsys):
     assert got["totals"]["archived"]["seconds_wall"] == pytest.approx(500.0)
     assert got["totals"]["rerun"]["seconds_wall"] == pytest.approx(150.0)
     assert got["ratios"]["seconds_wall"] == pytest.approx(0.3)
+    assert got["totals"]["rerun"]["cpu_seconds"] == pytest.approx(225.0)
+    assert got["ratios"]["cpu_seconds"] == pytest.approx(0.3)
     assert got["only_rerun"] == ["pfa-seed9"]
     printed = capsys.readouterr().out
     assert "| gdpfed | 0, 1 | 70.00, 72.00 | 73.00, 73.00 | 71.00 -> 73.00 (+2.00) |" in printed
     assert "(0.30x)" in printed and "pfa-seed9" in printed
+    assert "CPU seconds 750 -> 225 (0.30x)" in printed
 
 
 def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
