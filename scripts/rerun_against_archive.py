@@ -17,9 +17,11 @@ The folders hold ``<method>-seed<k>/summary.json``. A cell compares the rerun's 
 the same seeds archived (their means, the largest difference of one seed) and with the
 spread of every archived seed of the method (more archived folders: more seeds, e.g. the
 same cells' seeds 3-5): "inside the spread" is the rerun's mean within the archived seeds'
-[min, max]; the difference in archived standard deviations is printed beside it. A rerun
-seed that was never archived is listed and left out; the times compare the runs of the
-same seeds only.
+[min, max]; the difference in archived standard deviations is printed beside it. The
+final round's accuracy of a noised run moves by a point or two from one round to the
+next, so the cells are compared again on each run's mean of its last ``--last`` (10)
+evaluated rounds (metrics.csv). A rerun seed that was never archived is listed and left
+out; the times compare the runs of the same seeds only.
 Wall times compare only when both were measured under the same load (runs trained two at
 a time beside other work take up to twice their time alone): the CPU seconds are the
 measure that load changes least, and the summaries' machine records (host, CPU, boot) are
@@ -28,6 +30,7 @@ printed so that a reader can tell which machine ran what.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import re
 import statistics
@@ -35,17 +38,24 @@ import sys
 from pathlib import Path
 
 RUN = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)$")
+LAST = 10              # evaluated rounds averaged at the end of a run (--last)
 TIMES = ("seconds_wall", "seconds_per_round_after_first", "seconds_eval", "cpu_seconds")
 
 
-def read_runs(folder: Path) -> dict:
-    """{(method, seed): summary} of the finished runs under ``folder``."""
+def read_runs(folder: Path, last: int = LAST) -> dict:
+    """{(method, seed): summary} of the finished runs under ``folder``, each with its
+    ``cpu_seconds`` and ``last_accuracy``: the mean test accuracy (%) of its last ``last``
+    evaluated rounds (metrics.csv), less noisy than the final round's alone."""
     runs = {}
     for summary in sorted(folder.glob("*/summary.json")):
         got = RUN.match(summary.parent.name)
         if got:
             run = json.loads(summary.read_text())
             run["cpu_seconds"] = sum(s.get("cpu_seconds", 0.0) for s in run.get("segments", []))
+            with open(summary.parent / "metrics.csv", newline="") as f:
+                curve = [float(r["test_accuracy"]) for r in csv.DictReader(f)
+                         if r.get("test_accuracy")]
+            run["last_accuracy"] = 100 * statistics.mean(curve[-last:])
             runs[(got["method"], int(got["seed"]))] = run
     return runs
 
@@ -80,6 +90,7 @@ def compare(archived: dict, rerun: dict) -> dict:
                 (statistics.mean(new) - statistics.mean(spread)) / _std(spread)
                 if _std(spread) else None,
             "inside_archived_range": min(spread) <= statistics.mean(new) <= max(spread),
+            **_last_rounds(archived, rerun, method, seeds, every),
         }
     totals = {side: {t: sum(runs[k][t] for k in both) for t in TIMES}
               for side, runs in (("archived", archived), ("rerun", rerun))}
@@ -98,6 +109,16 @@ def compare(archived: dict, rerun: dict) -> dict:
     }
 
 
+def _last_rounds(archived, rerun, method, seeds, every) -> dict:
+    """The cell compared on each run's mean of its last evaluated rounds (``read_runs``)."""
+    spread = [archived[(method, s)]["last_accuracy"] for s in every]
+    old = statistics.mean(archived[(method, s)]["last_accuracy"] for s in seeds)
+    new = statistics.mean(rerun[(method, s)]["last_accuracy"] for s in seeds)
+    return {"last_archived_mean": old, "last_rerun_mean": new, "last_difference": new - old,
+            "last_spread": spread,
+            "last_inside_archived_range": min(spread) <= new <= max(spread)}
+
+
 def table(result: dict) -> str:
     """The cells as a Markdown table."""
     lines = ["| method | seeds | archived | rerun | mean: archived -> rerun | largest seed "
@@ -113,6 +134,15 @@ def table(result: dict) -> str:
             f"{c['spread_mean']:.2f} +- {c['spread_std']:.2f} "
             f"[{min(c['spread']):.2f}, {max(c['spread']):.2f}] | "
             f"{'yes' if c['inside_archived_range'] else 'no'} |")
+    lines += ["", f"The same cells on each run's mean of its last {result['last']} evaluated "
+              "rounds:", "", "| method | mean: archived -> rerun | archived spread [min, max] "
+              "| rerun's mean inside |", "|---|---|---|---|"]
+    for method, c in result["cells"].items():
+        lines.append(
+            f"| {method} | {c['last_archived_mean']:.2f} -> {c['last_rerun_mean']:.2f} "
+            f"({c['last_difference']:+.2f}) | [{min(c['last_spread']):.2f}, "
+            f"{max(c['last_spread']):.2f}] | "
+            f"{'yes' if c['last_inside_archived_range'] else 'no'} |")
     return "\n".join(lines)
 
 
@@ -121,8 +151,13 @@ def main(argv=None) -> int:
     parser.add_argument("--archived", type=Path, action="append", required=True,
                         help="an archived runs' folder (repeatable: more seeds)")
     parser.add_argument("--rerun", type=Path, required=True, help="the rerun's folder")
+    parser.add_argument("--last", type=int, default=LAST,
+                        help=f"evaluated rounds averaged at a run's end (default {LAST})")
     parser.add_argument("--out", type=Path, help="write the comparison here (JSON)")
     args = parser.parse_args(argv)
+    if args.last < 1:
+        print(f"--last: {args.last} is not a number of rounds (>= 1)", file=sys.stderr)
+        return 2
     for folder in args.archived + [args.rerun]:
         if not folder.is_dir():
             print(f"{'--rerun' if folder is args.rerun else '--archived'}: {folder} is not "
@@ -130,12 +165,13 @@ def main(argv=None) -> int:
             return 2
     archived = {}
     for folder in args.archived:
-        archived.update(read_runs(folder))
-    rerun = read_runs(args.rerun)
+        archived.update(read_runs(folder, args.last))
+    rerun = read_runs(args.rerun, args.last)
     if not set(archived) & set(rerun):
         print(f"--rerun: no finished run of {args.rerun} is archived", file=sys.stderr)
         return 2
     result = compare(archived, rerun)
+    result["last"] = args.last
     result["folders"] = {"archived": [str(f) for f in args.archived], "rerun": str(args.rerun)}
     print(table(result))
     t, r = result["totals"], result["ratios"]

@@ -21,6 +21,11 @@ def _runs(folder: Path, runs):
             "seconds_per_round_after_first": wall / 100, "seconds_eval": wall / 10,
             "segments": [{"cpu_seconds": wall}, {"cpu_seconds": wall / 2}],   # resumed once
             "machine": {"host": folder.name}}))
+        # a curve ending on the final accuracy, the 10 rounds before it 1 point higher,
+        # and rounds without an evaluation
+        rows = ["round,test_accuracy"] + [f"{r},{accuracy + 0.01:.4f}" for r in range(1, 12)]
+        rows += ["12,", f"13,{accuracy:.4f}"]
+        (run / "metrics.csv").write_text("\n".join(rows) + "\n")
     (folder / "report").mkdir()                     # not a run: ignored
 
 
@@ -43,6 +48,12 @@ def test_cells_spread_and_times(tmp_path, capsys):
     assert g["difference_from_spread_mean_in_stds"] == pytest.approx(0.5)
     assert g["inside_archived_range"]                         # 73 in [70, 74]
     assert not got["cells"]["pfa"]["inside_archived_range"]   # 65 outside [60, 60]
+    # the last 10 evaluated rounds: 9 at accuracy + 1 point, then the final one
+    assert got["last"] == 10
+    assert g["last_archived_mean"] == pytest.approx(71.9)
+    assert g["last_rerun_mean"] == pytest.approx(73.9)
+    assert g["last_spread"] == pytest.approx([70.9, 72.9, 74.9])
+    assert g["last_inside_archived_range"]
     # the times of the same runs only: seed 3 (archived) and seed 9 (rerun) left out
     assert got["totals"]["archived"]["seconds_wall"] == pytest.approx(500.0)
     assert got["totals"]["rerun"]["seconds_wall"] == pytest.approx(150.0)
@@ -54,6 +65,7 @@ def test_cells_spread_and_times(tmp_path, capsys):
     assert "| gdpfed | 0, 1 | 70.00, 72.00 | 73.00, 73.00 | 71.00 -> 73.00 (+2.00) |" in printed
     assert "(0.30x)" in printed and "pfa-seed9" in printed
     assert "CPU seconds 750 -> 225 (0.30x)" in printed
+    assert "| gdpfed | 71.90 -> 73.90 (+2.00) | [70.90, 74.90] | yes |" in printed
 
 
 def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
@@ -65,3 +77,7 @@ def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
     assert mod.main(["--archived", str(tmp_path / "a"), "--rerun", str(tmp_path / "new")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rerun" in err
+    assert mod.main(["--archived", str(tmp_path / "a"), "--rerun", str(tmp_path / "new"),
+                     "--last", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--last" in err
