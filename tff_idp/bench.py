@@ -341,8 +341,7 @@ def _bench(args, only, tff):
         lr = tf.constant(0.1)
         batches = (xs.reshape((k, steps, b) + shape), ys.reshape((k, steps, b) + targets))
         # as the backend trains: its Dense kernels in the low-rank form where it takes it
-        kernels = low_rank.factored_kernels(cfg, cohort, program, trainer,
-                                            GroupGaussianFactory([1.0], [1.0], [1.0]).query)
+        kernels = low_rank.factored_kernels(cfg, cohort, program, trainer)
         train = tf.function(
             (lambda x, y: low_rank.train_factored(trainer, cohort, program, weights, kernels,
                                                   (x, y, None), lr, ALL)) if kernels else

@@ -2,8 +2,9 @@
 per-client computation in another summation order: a client's trained kernel, its update's
 norm and a group's clipped sum from the factors match the materialised per-client
 training (float32), with momentum, padded steps and a kernel on the raw inputs without
-bias; a whole round matches the per-client path and the TFF backend with clipping, noise
-and GDPFed+'s top-k; the path is taken only where it is exact."""
+bias; a whole round matches the per-client path and the TFF backend with clipping, noise,
+GDPFed+'s top-k and PFA's projection (its updates formed whole at the end); the path is
+taken only where it is exact."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -104,6 +105,9 @@ CNN = ('dataset="synthetic:fashion_mnist"', 'model="cnn2"', "num_clients=30", "r
     # IDP-FedAvg: adaptive clipping's bits from the factors' norms; chunks of 4, the first
     # full (a graph of known sizes) and a part chunk after it
     ("idp_fedavg", ("fast_chunk_size=4",)),
+    # PFA: its server reads the public clients' updates, formed whole from the factors at
+    # the end of local training (low_rank.materialised), and projects the private ones
+    ("pfa", ("momentum=0.5",)),
 ])
 def test_a_round_with_factored_kernels_is_the_per_client_round(method, extra):
     _, per_client, rows = _factored_runner(method, "per_client", CNN + extra)
@@ -157,7 +161,7 @@ def _kernels(method, extra):
     ("dp_fedavg", ('client_optimizer="adam"',), []),            # not linear in gradients
     ("dp_fedavg", ("weight_decay=0.001",), []),                  # a term in W itself
     ("dp_fedavg", ("local_epochs=1",), []),                      # steps vary by client
-    ("pfa", (), []),                                             # its server reads rows
+    ("pfa", (), [4]),                 # its server reads rows: formed once, at the end
     ("fedrep", (), []),                                          # a personal head
 ])
 def test_the_low_rank_path_is_taken_only_where_it_is_exact(method, extra, want):

@@ -242,7 +242,7 @@ class FastBackend:
                          for c, ph in zip(self.cached, program.phases)]
         # Dense kernels trained as low-rank updates (engine.low_rank; [] for none)
         self.factored = low_rank.factored_kernels(cfg, self.cohort_model, program,
-                                                  self.trainer, self.query)
+                                                  self.trainer)
         # the clients' noise shares drawn as one sum per group (fast_noise_shares="summed")
         # where the server reads the sums alone and no client's noise has a support of its own
         self.summed_noise = (cfg.fast_noise_shares == "summed"
@@ -310,8 +310,13 @@ class FastBackend:
         groups, seeds, slots = tags
         if self.factored:                         # together, Dense kernels as factors
             out, factors, losses = self._train_factored(weights, data[0], lr)
-            sums, extra, stats = self._aggregate_factored(out, factors, losses, groups, seeds,
-                                                          state, counts)
+            if not self.query.sums_only:          # the server reads each update (PFA)
+                out = low_rank.materialised(out, self.factored, factors, weights)
+                sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots,
+                                                     state, counts)
+            else:
+                sums, extra, stats = self._aggregate_factored(out, factors, losses, groups,
+                                                              seeds, state, counts)
             return sums, extra, stats, []
         if self.cohort_model is not None:        # the chunk's clients train together
             k = tf.shape(data[0][0])[0]

@@ -19,13 +19,16 @@ So a chunk's clients train without any [i, o] matrix of their own:
   the factors and the coefficients A move on (:func:`_next_coefficients`);
 - the update Delta_k = X^T (-A * D) (:class:`DenseFactors`): its squared norm for the clip
   sum((X X^T) * (D D^T)) from [R, R] Gram matrices, a group's clipped sum one product over
-  the group's stacked rows.
+  the group's stacked rows;
+- where the query reads more than the group sums (PFA's public clients' updates, whose
+  top directions the server computes), each client's Delta_k is formed whole once, at the
+  end of its local training (:func:`materialised`), and aggregated as the per-client path
+  aggregates it.
 
 Where it is exact (:func:`factored_kernels`): the method's round is FedAvg's (one phase
 training the whole model, nothing personal, no sparsified training), a phase of a fixed
-number of steps, plain or momentum SGD without weight decay (a term in W itself), a query
-whose server reads the per-group sums alone (not PFA's public rows), a chunk trained as one
-cohort. Where it is cheaper (``fast_dense_updates = "auto"``): a kernel whose rows of a
+number of steps, plain or momentum SGD without weight decay (a term in W itself), a chunk
+trained as one cohort. Where it is cheaper (``fast_dense_updates = "auto"``): a kernel whose rows of a
 round, R = steps x rows a step, satisfy 4 R (i + o) <= i o (the per-step Gram products and
 the final norms cost O(R (i + o)) a row; the per-client path reads and writes i o a client
 a step). ``"low_rank"`` takes every kernel where it is exact; ``"per_client"`` none. The
@@ -73,13 +76,25 @@ class DenseFactors(NamedTuple):
                                    transpose_a=True) for x, d in zip(xs, ds)])
 
 
+def materialised(out, kernels, factors, weights):
+    """What each client sends (``out``, a zero [K] in each factored kernel's place) with
+    its factored kernels formed whole, Delta_k = xs[k]^T ds[k] ([K, i, o], i and o those of
+    ``weights[idx]``): once, at the end of local training, for a query that reads more than
+    the group sums (module docstring)."""
+    out = list(out)
+    for idx, f in zip(kernels, factors):
+        out[idx] = tf.reshape(tf.matmul(f.xs, f.ds, transpose_a=True),
+                              [-1] + weights[idx].shape.as_list())
+    return out
+
+
 def _rows_per_example(layer) -> int:
     """How many rows a Dense layer sees per example: 1 on [batch, i] inputs, the product of
     the middle axes on [batch, ..., i] (a read-out on every position of a sequence)."""
     return int(np.prod(layer.input.shape[1:-1]))
 
 
-def factored_kernels(cfg, cohort_model, program, trainer, query) -> List[int]:
+def factored_kernels(cfg, cohort_model, program, trainer) -> List[int]:
     """The indices (in ``model.trainable_variables`` order) of the Dense kernels the fast
     backend trains in the low-rank form: where it is exact and, with ``"auto"``, cheaper
     (module docstring); [] for none."""
@@ -90,8 +105,7 @@ def factored_kernels(cfg, cohort_model, program, trainer, query) -> List[int]:
         return []
     phase = program.phases[0]
     optimizer = trainer.optimizer
-    if (phase.epochs or getattr(optimizer, "name", None) != "sgd" or trainer.weight_decay
-            or not query.sums_only):
+    if phase.epochs or getattr(optimizer, "name", None) != "sgd" or trainer.weight_decay:
         return []
     kernels = []
     for layer, idx in cohort_model.dense_kernels():
