@@ -81,3 +81,24 @@ def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
                      "--last", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--last" in err
+
+
+def test_docs_column_rerun_is_the_committed_comparison():
+    """docs/backends.md's "The Table II column rerun": its tables are the script's table of
+    the committed JSON, and the costs the page quotes are the JSON's."""
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**The Table II column rerun"):].split("\n\n**")[0]
+    got = json.loads((root / "runs/bench/2026-12-03-fmnist-table2-column-rerun.json")
+                     .read_text())
+    assert mod.table(got) in part
+    assert f"{len(got['runs'])} of its 18 runs" in part
+    flat = " ".join(part.split())
+    t, r = got["totals"], got["ratios"]
+    assert (f"CPU seconds {t['archived']['cpu_seconds']:,.0f} archived against "
+            f"{t['rerun']['cpu_seconds']:,.0f} ({r['cpu_seconds']:.2f}x;") in flat
+    assert f"wall time {r['seconds_wall']:.2f}x" in flat
+    assert f"a training round {r['seconds_per_round_after_first']:.2f}x" in flat
+    assert "--out runs/bench/2026-12-03-fmnist-table2-column-rerun.json" in flat
+    for folder in got["folders"]["archived"] + [got["folders"]["rerun"]]:
+        assert folder in flat
