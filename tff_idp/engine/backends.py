@@ -350,48 +350,35 @@ class FastBackend:
 
     def _train_lanes(self, start, data, lr, k):
         """The chunk's k clients trained from ``start`` ([k, ...] per tensor) in
-        ``fast_lanes`` independent sub-cohorts (:meth:`_lanes`), concatenated back in
-        client order: (final weights, mean loss per client). The lanes share no tensor, so
-        TensorFlow's inter-op threads run them at once, one core each on a CPU
-        (docs/backends.md); each client's arithmetic is the same as in one cohort."""
-        finals, losses = [], []
-        for lo, hi, keep in self._lanes(k):
-            final, loss = self.trainer.train_cohort_phases(
-                self.cohort_model, [t[lo:hi] for t in start],
-                [PhaseBatches(CohortData(*(x if x is None else x[lo:hi] for x in d[:3]),
-                                         order=d[3][lo:hi] if len(d) > 3 else None),
-                              spec, on_features)
-                 for d, spec, on_features in zip(data, self.specs, self.cached)],
-                lr, self.cohort_model.readout_tensors)
-            finals.append([t[:keep] for t in final])
-            losses.append(loss[:keep])
-        if len(finals) == 1:
-            return finals[0], losses[0]
-        return [tf.concat(ts, 0) for ts in zip(*finals)], tf.concat(losses, 0)
-
-    def _lanes(self, k):
-        """:func:`lane_rows` of the chunk's k clients in ``fast_lanes`` sub-cohorts."""
-        return lane_rows(k, self.cfg.fast_lanes)
+        ``fast_lanes`` independent sub-cohorts (:meth:`_in_lanes`): (final weights, mean
+        loss per client). The lanes share no tensor, so TensorFlow's inter-op threads run
+        them at once, one core each on a CPU (docs/backends.md); each client's arithmetic
+        is the same as in one cohort."""
+        return self._in_lanes(k, lambda lo, hi: self.trainer.train_cohort_phases(
+            self.cohort_model, [t[lo:hi] for t in start],
+            [PhaseBatches(CohortData(*(x if x is None else x[lo:hi] for x in d[:3]),
+                                     order=d[3][lo:hi] if len(d) > 3 else None),
+                          spec, on_features)
+             for d, spec, on_features in zip(data, self.specs, self.cached)],
+            lr, self.cohort_model.readout_tensors))
 
     def _train_factored(self, weights, data, lr):
         """:func:`low_rank.train_factored` of the chunk's clients in ``fast_lanes``
-        sub-cohorts (:meth:`_lanes`): (what each sends, with a zero [K] in a factored
+        sub-cohorts (:meth:`_in_lanes`): (what each sends, with a zero [K] in a factored
         kernel's place; :class:`low_rank.DenseFactors` per factored kernel; mean losses)."""
-        parts = []
-        for lo, hi, keep in self._lanes(tf.shape(data[0])[0]):
-            out, factors, losses = low_rank.train_factored(
-                self.trainer, self.cohort_model, self.program, weights, self.factored,
-                tuple(x if x is None else x[lo:hi] for x in data[:3]), lr, self.specs[0])
-            parts.append(([t[:keep] for t in out],
-                          [low_rank.DenseFactors(f.xs[:keep], f.ds[:keep]) for f in factors],
-                          losses[:keep]))
+        return self._in_lanes(tf.shape(data[0])[0], lambda lo, hi: low_rank.train_factored(
+            self.trainer, self.cohort_model, self.program, weights, self.factored,
+            tuple(x if x is None else x[lo:hi] for x in data[:3]), lr, self.specs[0]))
+
+    def _in_lanes(self, k, train):
+        """``train(lo, hi)`` (a nest of tensors whose first axis is rows lo:hi's clients)
+        in each lane of :func:`lane_rows` of the chunk's k clients, each lane's output cut
+        to its own clients and the lanes concatenated back in client order."""
+        parts = [tf.nest.map_structure(lambda t, keep=keep: t[:keep], train(lo, hi))
+                 for lo, hi, keep in lane_rows(k, self.cfg.fast_lanes)]
         if len(parts) == 1:
             return parts[0]
-        outs, factors, losses = zip(*parts)
-        return ([tf.concat(ts, 0) for ts in zip(*outs)],
-                [low_rank.DenseFactors(tf.concat([f.xs for f in fs], 0),
-                                       tf.concat([f.ds for f in fs], 0))
-                 for fs in zip(*factors)], tf.concat(losses, 0))
+        return tf.nest.map_structure(lambda *ts: tf.concat(ts, 0), *parts)
 
     def _phase_arrays(self, examples, phase, gathered, shared):
         """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples

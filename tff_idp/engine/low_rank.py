@@ -28,10 +28,10 @@ So a chunk's clients train without any [i, o] matrix of their own:
 Where it is exact (:func:`factored_kernels`): the method's round is FedAvg's (one phase
 training the whole model, nothing personal, no sparsified training), a phase of a fixed
 number of steps, plain or momentum SGD without weight decay (a term in W itself), a chunk
-trained as one cohort. Where it is cheaper (``fast_dense_updates = "auto"``): a kernel whose rows of a
-round, R = steps x rows a step, satisfy 4 R (i + o) <= i o (the per-step Gram products and
-the final norms cost O(R (i + o)) a row; the per-client path reads and writes i o a client
-a step). ``"low_rank"`` takes every kernel where it is exact; ``"per_client"`` none. The
+trained as one cohort. Where it is cheaper (``fast_dense_updates = "auto"``): a kernel
+whose rows of a round, R = steps x rows a step, satisfy 4 R (i + o) <= i o (the per-step
+Gram products and the final norms cost O(R (i + o)) a row; the per-client path reads and
+writes i o a client a step). ``"low_rank"`` takes every kernel where it is exact; ``"per_client"`` none. The
 arithmetic is the per-client path's, summed in another order (float32 rounding:
 tests/engine/test_low_rank.py).
 """
