@@ -30,12 +30,16 @@ printed so that a reader can tell which machine ran what.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import math
 import re
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tff_idp.report.runs import UnreadableRun, read_run  # noqa: E402
 
 RUN = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)$")
 LAST = 10              # evaluated rounds averaged at the end of a run (--last)
@@ -43,20 +47,26 @@ TIMES = ("seconds_wall", "seconds_per_round_after_first", "seconds_eval", "cpu_s
 
 
 def read_runs(folder: Path, last: int = LAST) -> dict:
-    """{(method, seed): summary} of the finished runs under ``folder``, each with its
-    ``cpu_seconds`` and ``last_accuracy``: the mean test accuracy (%) of its last ``last``
-    evaluated rounds (metrics.csv), less noisy than the final round's alone."""
+    """{(method, seed): record} of the finished runs under ``folder``, each read and checked
+    by the reports' :func:`tff_idp.report.runs.read_run` (a damaged file: UnreadableRun,
+    one line): its final accuracy, times, machine, ``cpu_seconds`` (summed over its
+    segments) and ``last_accuracy``: the mean test accuracy (%) of its last ``last``
+    evaluated rounds, less noisy than the final round's alone."""
     runs = {}
     for summary in sorted(folder.glob("*/summary.json")):
         got = RUN.match(summary.parent.name)
-        if got:
-            run = json.loads(summary.read_text())
-            run["cpu_seconds"] = sum(s.get("cpu_seconds", 0.0) for s in run.get("segments", []))
-            with open(summary.parent / "metrics.csv", newline="") as f:
-                curve = [float(r["test_accuracy"]) for r in csv.DictReader(f)
-                         if r.get("test_accuracy")]
-            run["last_accuracy"] = 100 * statistics.mean(curve[-last:])
-            runs[(got["method"], int(got["seed"]))] = run
+        if not got:
+            continue
+        s, curve, _ = read_run(summary.parent)
+        record = {t: getattr(s, t) for t in TIMES if t != "cpu_seconds"}
+        missing = [t for t, v in record.items() if v is None]
+        if missing:
+            raise UnreadableRun(f"{summary}: no {missing[0]}")
+        evaluated = [a for a in curve if not math.isnan(a)]
+        runs[(got["method"], int(got["seed"]))] = {
+            **record, "final_test_accuracy": s.final_test_accuracy, "machine": s.machine,
+            "cpu_seconds": sum(g.get("cpu_seconds", 0.0) for g in s.segments or []),
+            "last_accuracy": statistics.mean(evaluated[-last:])}
     return runs
 
 
@@ -158,15 +168,16 @@ def main(argv=None) -> int:
     if args.last < 1:
         print(f"--last: {args.last} is not a number of rounds (>= 1)", file=sys.stderr)
         return 2
-    for folder in args.archived + [args.rerun]:
-        if not folder.is_dir():
-            print(f"{'--rerun' if folder is args.rerun else '--archived'}: {folder} is not "
-                  "a folder", file=sys.stderr)
+    read = {"--archived": {}, "--rerun": {}}
+    for flag, folder in [("--archived", f) for f in args.archived] + [("--rerun", args.rerun)]:
+        try:
+            if not folder.is_dir():
+                raise UnreadableRun(f"{folder} is not a folder")
+            read[flag].update(read_runs(folder, args.last))
+        except UnreadableRun as e:
+            print(f"{flag}: {e}", file=sys.stderr)
             return 2
-    archived = {}
-    for folder in args.archived:
-        archived.update(read_runs(folder, args.last))
-    rerun = read_runs(args.rerun, args.last)
+    archived, rerun = read["--archived"], read["--rerun"]
     if not set(archived) & set(rerun):
         print(f"--rerun: no finished run of {args.rerun} is archived", file=sys.stderr)
         return 2

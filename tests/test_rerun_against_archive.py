@@ -16,8 +16,10 @@ def _runs(folder: Path, runs):
     for (method, seed), (accuracy, wall) in runs.items():
         run = folder / f"{method}-seed{seed}"
         run.mkdir(parents=True)
+        (run / "config.json").write_text("{}")
         (run / "summary.json").write_text(json.dumps({
-            "final_test_accuracy": accuracy, "seconds_wall": wall,
+            "final_test_accuracy": accuracy, "seconds_total": wall, "seconds_wall": wall,
+            "seconds_setup": 1.0,
             "seconds_per_round_after_first": wall / 100, "seconds_eval": wall / 10,
             "segments": [{"cpu_seconds": wall}, {"cpu_seconds": wall / 2}],   # resumed once
             "machine": {"host": folder.name}}))
@@ -81,6 +83,12 @@ def test_bad_folders_end_in_one_line_exit_2(tmp_path, capsys):
                      "--last", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--last" in err
+    # a damaged run file: the reports' reader refuses it in one line, naming the file
+    summary = tmp_path / "new" / "gdpfed-seed5" / "summary.json"
+    summary.write_text(summary.read_text()[:40])
+    assert mod.main(["--archived", str(tmp_path / "a"), "--rerun", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("--rerun: ") and str(summary) in err
 
 
 def test_docs_column_rerun_is_the_committed_comparison():
