@@ -128,8 +128,9 @@ class CoreConfig:
     # arithmetic in another summation order (tff_idp.engine.low_rank, docs/backends.md)
     fast_dense_updates: str = "auto"
     # the fast backend's client noise shares: "each" drawn from its client's seed, or
-    # "summed": one draw of their sum per group where only the sums are read (the same
-    # distribution, another random stream; docs/backends.md)
+    # "summed": one draw per group of the sum of the shares that only the group sums
+    # carry (PFA's public rows keep their own; the same distribution, another random
+    # stream; docs/backends.md)
     fast_noise_shares: str = "each"
     # seeds the partition, sampling, noise and initial model
     seed: int = 0

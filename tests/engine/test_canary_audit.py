@@ -17,9 +17,10 @@ from tff_idp.engine.loop import run_method
 CANARIES = 400
 
 
-def _audit(seed=0, noise_scale=1.0, canaries=CANARIES):
+def _audit(seed=0, noise_scale=1.0, canaries=CANARIES, shares="each"):
     cfg = experiment_config.load(None, ['methods=["dp_fedavg"]', 'backend="fast"', f"seed={seed}",
-                             f"audit_canaries={canaries}", "local_lr=0.001"])
+                             f"audit_canaries={canaries}", "local_lr=0.001",
+                             f'fast_noise_shares="{shares}"'])
     exp = prepare(cfg)
     plan = exp.plans["dp_fedavg"]
     exp.plans["dp_fedavg"] = dataclasses.replace(
@@ -60,6 +61,14 @@ def test_the_real_mechanism_stays_below_its_ledger_at_99_percent(seed):
     for key in ("final_model", "every_round"):
         bound = best_lower_bound(scores[key], scores["inserted"], audit["delta"], 0.99)
         assert bound["epsilon"] < audit["ledger_epsilon"] == pytest.approx(0.5, abs=1e-6)
+
+
+def test_with_summed_shares_the_canaries_noise_is_in_the_one_draw():
+    """``fast_noise_shares="summed"``: the canaries' shares are drawn in the group's one sum
+    with the clients' (docs/backends.md): the real mechanism stays below its ledger."""
+    audit, _ = _audit(canaries=100, shares="summed")
+    assert audit["inserted"] > 0
+    assert audit["every_round"]["lower_bound"]["epsilon"] < audit["ledger_epsilon"]
 
 
 def test_a_mechanism_with_a_tenth_of_its_noise_is_caught():

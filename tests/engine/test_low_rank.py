@@ -203,7 +203,8 @@ def test_a_summed_draw_has_the_distribution_of_the_clients_shares():
     ("dp_fedavg", ('fast_noise_shares="summed"',), True),
     ("gdpfed_plus", ('fast_noise_shares="summed"',), True),
     ("dp_fedavg", (), False),                                     # "each": the default
-    ("pfa", ('fast_noise_shares="summed"',), False),              # public rows are read
+    # the public rows are read: their shares drawn each, the rest summed (the next test)
+    ("pfa", ('fast_noise_shares="summed"',), True),
     ("dp_fedavg", ('fast_noise_shares="summed"', 'noise_draw="group"'), False),
 ])
 def test_the_summed_draw_is_taken_only_where_the_sums_alone_are_read(method, extra, summed):
@@ -213,21 +214,63 @@ def test_the_summed_draw_is_taken_only_where_the_sums_alone_are_read(method, ext
     assert runner.summed_noise is summed
 
 
-def test_a_summed_draw_leaves_the_clipped_sums_as_they_are():
+@pytest.mark.parametrize("method", ["gdpfed_plus", "pfa"])
+def test_a_summed_draw_leaves_the_clipped_sums_as_they_are(method):
     """With the noise at zero the two draws give the same model (only the noise differs),
     and with it on the run is another random stream of the same mechanism."""
     extra = CNN + ("momentum=0.9",)
-    _, each, _ = _factored_runner("gdpfed_plus", "auto", extra)
-    _, summed, _ = _factored_runner("gdpfed_plus", "auto",
-                                    extra + ('fast_noise_shares="summed"',))
+    _, each, _ = _factored_runner(method, "auto", extra)
+    _, summed, _ = _factored_runner(method, "auto", extra + ('fast_noise_shares="summed"',))
     assert any(not np.allclose(a, b) for a, b in zip(each, summed))
     silent = []
     for draw in ("each", "summed"):
-        exp = _experiment("gdpfed_plus", extra + (f'fast_noise_shares="{draw}"',))
-        _silence(exp, "gdpfed_plus")
-        silent.append(_run(exp, "gdpfed_plus", "fast")[0])
+        exp = _experiment(method, extra + (f'fast_noise_shares="{draw}"',))
+        _silence(exp, method)
+        silent.append(_run(exp, method, "fast")[0])
     for a, b in zip(*silent):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_pfas_public_rows_keep_their_own_shares_and_the_rest_is_summed():
+    """PFA with ``fast_noise_shares="summed"``: the public rows the server reads one by one
+    are the per-client path's bit for bit (each public client's full noise from its own
+    seed), and the other shares reach the group sums as one draw a group, so the server's
+    view has the per-client path's distribution: a private group's sum N(0, s_m^2), the
+    public group's its rows' noise plus N(0, n s_pub^2) for its n clients without a row.
+    Zero updates: what the server sees is the noise alone."""
+    from scipy import stats
+    from tff_idp.engine import loop
+    runners = {}
+    for draw in ("each", "summed"):
+        exp = _experiment("pfa", ("backend=\"fast\"",) + CNN + (f'fast_noise_shares="{draw}"',))
+        runners[draw] = loop.make_runner(exp, "pfa", "fast")[0]
+    each, summed = runners["each"], runners["summed"]
+    pub = summed.query.public_group
+    assert pub == 2 and summed.query.rows > 2
+    # two clients in each private group; three public, two with a row and one beyond them
+    groups = np.eye(3, dtype=np.float32)[[0, 0, 1, 1, 2, 2, 2]]
+    slots = np.array([-1, -1, -1, -1, 0, 1, summed.query.rows], np.int32)
+    seeds = np.array([[7, c] for c in range(7)], np.int32)
+    counts = tf.constant(groups.sum(0))
+    zeros = [tf.zeros([7] + w.shape.as_list()) for w in summed._weights]
+    args = (zeros, tf.zeros([7]), tf.constant(groups), tf.constant(seeds), tf.constant(slots))
+    sums_e, rows_e, _ = each._aggregate(*args, each.state, counts)
+    sums_s, rows_s, _ = summed._aggregate(*args, summed.state, counts)
+    np.testing.assert_array_equal(rows_s.numpy(), rows_e.numpy())
+    assert np.any(rows_s.numpy()[:2]) and not np.any(rows_s.numpy()[2:])
+    flat = lambda ts, m: np.concatenate([t.numpy()[m].ravel() for t in ts])  # noqa: E731
+    # the chunk's sums hold the public rows' shares alone; step's draw brings the rest
+    assert not np.any(flat(sums_s, 0)) and not np.any(flat(sums_s, 1))
+    np.testing.assert_allclose(flat(sums_s, pub), rows_s.numpy()[:2].sum(0), atol=1e-5)
+    drawn = summed._noise_sum(sums_s, groups, seeds, slots, counts)
+    std = summed.state["noise_stddevs"].numpy()
+    for m in range(3):
+        rest_s = flat(drawn, m)
+        rest_e = flat(sums_e, m) - (rows_e.numpy()[:2].sum(0) if m == pub else 0)
+        assert np.std(rest_s) == pytest.approx(std[m], rel=0.02)   # s_m; s_pub for one
+        assert np.std(rest_e) == pytest.approx(std[m], rel=0.02)
+        assert stats.ks_2samp(rest_s[:40000], rest_e[:40000]).pvalue > 1e-3
+        assert not np.allclose(rest_s, rest_e)              # another random stream
 
 
 @pytest.mark.parametrize("mode,want", [("auto", [4]), ("per_client", None)])

@@ -244,9 +244,11 @@ class FastBackend:
         self.factored = low_rank.factored_kernels(cfg, self.cohort_model, program,
                                                   self.trainer)
         # the clients' noise shares drawn as one sum per group (fast_noise_shares="summed")
-        # where the server reads the sums alone and no client's noise has a support of its own
+        # where no client's noise has a support of its own; the shares of the clients whose
+        # output the server reads by itself (the query's seen_alone: PFA's public rows)
+        # are still drawn one by one
         self.summed_noise = (cfg.fast_noise_shares == "summed"
-                             and self.query.noise_draw == "client" and self.query.sums_only
+                             and self.query.noise_draw == "client"
                              and program.reparam is None)
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True,
                                      autograph=False)      # its loops are written out
@@ -267,13 +269,35 @@ class FastBackend:
     def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
         """Clip and noise K clients' updates (the query's ``client_math``, as the
         TFF backend), sum them per group (what secure aggregation reveals), sum their extra
-        contributions and statistics. With :attr:`summed_noise` without the clients' noise
-        shares: :meth:`step` draws their sum."""
+        contributions and statistics. With :attr:`summed_noise` the shares of the clients
+        not seen alone are left out: :meth:`step` draws their sum."""
         noised, norm, clipped, bit = self.query.client_math(
             deltas, groups, seeds, state, counts, support, noise=not self.summed_noise)
+        if self.summed_noise and not self.query.sums_only:
+            noised = self._shares_seen_alone(noised, groups, seeds, slots, state, counts)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
         extra = self.query.client_extra(groups, seeds, slots, noised)
         return sums, extra, _stats(norm, clipped, losses, bit)
+
+    def _shares_seen_alone(self, noised, groups, seeds, slots, state, counts):
+        """The clipped outputs ``noised`` with the noise shares of the clients the server
+        reads one by one (the query's ``seen_alone``: PFA's public rows) added, each drawn
+        from the client's own seed as the per-client path draws it, and only theirs: the
+        others' shares are in :meth:`step`'s summed draw."""
+        idx = tf.where(self.query.seen_alone(groups, slots))                    # [P, 1]
+        shares = self.query.client_noise([tf.gather_nd(n, idx) for n in noised],
+                                         tf.gather_nd(groups, idx), tf.gather_nd(seeds, idx),
+                                         state, counts)
+        return [tf.tensor_scatter_nd_add(n, idx, x) for n, x in zip(noised, shares)]
+
+    def _noise_sum(self, like, groups, seeds, slots, counts):
+        """:attr:`summed_noise`'s draw: per group, the sum of the shares of the clients
+        ``groups`` [K, M] (canaries included) that the server does not read alone, at once
+        (``client_noise_sum``, from the round's :func:`_summed_noise_seed`)."""
+        alone = self.query.seen_alone(tf.constant(groups), tf.constant(slots))
+        summed = groups * (1.0 - tf.cast(alone, tf.float32)[:, None])
+        return self.query.client_noise_sum(like, summed, _summed_noise_seed(seeds),
+                                           self.state, counts)
 
     def _aggregate_factored(self, out, factors, losses, groups, seeds, state, counts):
         """:meth:`_aggregate` of updates whose Dense kernels are :class:`low_rank.
@@ -445,9 +469,10 @@ class FastBackend:
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
             extra = self.query.client_extra_zeros(self._weights)
-        drawn = (groups, seeds)               # whose noise shares the round holds
+        drawn = (groups, seeds, slots)        # whose noise shares the round holds
         if canaries is not None and len(canaries[1]):
-            drawn = (np.concatenate([groups, canaries[1]]), np.concatenate([seeds, canaries[2]]))
+            drawn = (np.concatenate([groups, canaries[1]]), np.concatenate([seeds, canaries[2]]),
+                     np.concatenate([slots, np.full(len(canaries[1]), -1, np.int32)]))
             c_sums, c_extra, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
                 tf.constant(canaries[1]), tf.constant(canaries[2]),
@@ -456,9 +481,7 @@ class FastBackend:
             extra = extra + c_extra
             stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
         if self.summed_noise and len(drawn[0]):   # their shares, summed per group, at once
-            sums = [s + n for s, n in zip(sums, self.query.client_noise_sum(
-                sums, tf.constant(drawn[0]), _summed_noise_seed(drawn[1]), self.state,
-                counts))]
+            sums = [s + n for s, n in zip(sums, self._noise_sum(sums, *drawn, counts))]
         update, _ = self.query.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)

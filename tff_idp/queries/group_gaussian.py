@@ -111,6 +111,7 @@ class GroupGaussianQuery:
     noise_in_empty_rounds = True
     # what the server reads of the clients is their per-group sums alone (no client's own
     # output, as PFA's public rows): a runner may form the sums without each client's tensors
+    # (and, with :meth:`seen_alone` all False, draw their noise shares as one sum per group)
     sums_only = True
 
     def __init__(self, clips: Sequence[float], noise_stddevs: Sequence[float],
@@ -323,6 +324,13 @@ class GroupGaussianQuery:
         realised count otherwise."""
         return tf.where(state["private"][g] > 0, state["expected_cohorts"][g],
                         tf.maximum(counts[g], 1.0))
+
+    def seen_alone(self, groups, slots):
+        """[K] bool: the clients whose own noised output the server reads by itself (none
+        here: it reads the group sums alone; PFA's public rows). A simulator that draws the
+        clients' noise shares as one sum per group (:meth:`client_noise_sum`) must still
+        draw these clients' shares one by one, from their own seeds."""
+        return tf.zeros(tf.shape(groups)[:1], tf.bool)
 
     def client_extra(self, groups, seeds, slots, noised):
         """The sum over K clients of anything else they contribute (nothing here; PFA's

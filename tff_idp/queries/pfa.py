@@ -121,12 +121,17 @@ class PFAQuery(GroupGaussianQuery):
         full = tf.linalg.matvec(groups, state["noise_stddevs"])
         return tf.where(groups[:, self.public_group] > 0, full, shared)
 
+    def seen_alone(self, groups, slots):
+        """The public clients with a row of the [S, d] matrix (``slots`` [K] in [0, S)):
+        the server reads their noised updates one by one."""
+        return tf.logical_and(tf.logical_and(slots >= 0, slots < self.rows),
+                              groups[:, self.public_group] > 0)
+
     def client_extra(self, groups, seeds, slots, noised):
         """Public client j's noised update in row ``slots[j]`` of an [S, d] matrix, summed
         over the K clients (rows of other clients, or beyond S, are zero)."""
         flat = tf.concat([tf.reshape(t, [tf.shape(t)[0], -1]) for t in noised], axis=1)
-        valid = tf.logical_and(tf.logical_and(slots >= 0, slots < self.rows),
-                               groups[:, self.public_group] > 0)
+        valid = self.seen_alone(groups, slots)
         rows = tf.one_hot(tf.where(valid, slots, 0), self.rows) * \
             tf.cast(valid, tf.float32)[:, None]
         return tf.matmul(rows, flat, transpose_a=True)
