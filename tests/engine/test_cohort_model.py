@@ -74,6 +74,13 @@ def test_cohort_training_equals_one_client_at_a_time(optimizer, momentum, masked
     client's last step is short, so the cohort computes it on the used columns alone
     (client_work.live_width) where the client loop computes the whole padded batch."""
     rng = np.random.default_rng(1)
+    # a seeded model: unseeded, its initial weights were whatever the worker's random state
+    # was after the tests it ran before (the order differs run to run), and a rare
+    # initialisation puts a unit of one client near a tie (a ReLU or a max-pool window) that
+    # the grouped convolution's rounding breaks the other way, which Adam, moving a
+    # coordinate about lr whatever its gradient, carried to 1.25e-3 > lr (failed once in a
+    # full suite; once in ten unseeded runs of this setting); seeds 0-135 all stay below 1e-5
+    tf.keras.utils.set_random_seed(0)
     model = models.build("cnn2", **SMALL["cnn2"])
     weights = [tf.constant(w) for w in model.get_weights()]
     steps = 3
