@@ -471,12 +471,13 @@ class FastBackend:
             extra = self.query.client_extra_zeros(self._weights)
         drawn = (groups, seeds, slots)        # whose noise shares the round holds
         if canaries is not None and len(canaries[1]):
+            c_slots = np.full(len(canaries[1]), -1, np.int32)     # no canary has a row
             drawn = (np.concatenate([groups, canaries[1]]), np.concatenate([seeds, canaries[2]]),
-                     np.concatenate([slots, np.full(len(canaries[1]), -1, np.int32)]))
+                     np.concatenate([slots, c_slots]))
             c_sums, c_extra, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
-                tf.constant(canaries[1]), tf.constant(canaries[2]),
-                tf.fill([len(canaries[1])], -1), self.state, counts)
+                tf.constant(canaries[1]), tf.constant(canaries[2]), tf.constant(c_slots),
+                self.state, counts)
             sums = [x + y for x, y in zip(sums, c_sums)]
             extra = extra + c_extra
             stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
