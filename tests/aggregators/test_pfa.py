@@ -142,3 +142,34 @@ def test_rejects_same_public_and_projected_group():
                    pfa=PFAProjection(public_group=0, projected_group=0))
     with pytest.raises(ValueError, match="projection='rows'"):
         PFAFactory([1.0] * 3, [1.0] * 3, [1, 1, 1], pfa=PFAProjection(projection="rows"))
+
+
+def test_public_rows_placed_once_equal_the_clients_summed_extras():
+    """The fast backend gathers each chunk's public rows (``client_rows``) and places them
+    once a round (``extra_from_rows``); TFF sums every client's own [S, d] matrix
+    (``client_extra``). Both are the [S, d] matrix with public client j's flat update in
+    row slots[j], bit for bit: no row for a private client or a slot beyond S."""
+    import tensorflow as tf
+    from tff_idp.queries.pfa import PFAQuery
+    query = PFAQuery([1.0] * 3, [0.0] * 3, [2, 2, 3])
+    s = query.rows
+    rng = np.random.default_rng(3)
+    updates = [rng.normal(size=(7, 4, 3)).astype(np.float32),
+               rng.normal(size=(7, 5)).astype(np.float32)]
+    groups = np.eye(3, dtype=np.float32)[[0, 2, 1, 2, 2, 2, 0]]
+    slots = np.array([-1, 3, -1, 0, s, s - 1, -1], np.int32)
+    chunks = [slice(0, 4), slice(4, 7)]
+    parts = [query.client_rows(tf.constant(groups[c]), tf.constant(slots[c]),
+                               [tf.constant(u[c]) for u in updates]) for c in chunks]
+    placed = query.extra_from_rows(*(tf.concat(t, 0) for t in zip(*parts))).numpy()
+    summed = sum(query.client_extra(tf.constant(groups[k:k + 1]), None, tf.constant(slots[k:k + 1]),
+                                    [tf.constant(u[k:k + 1]) for u in updates]).numpy()
+                 for k in range(7))
+    want = np.zeros((s, 17), np.float32)
+    for k in (1, 3, 5):                      # public, with a row; client 4's slot is S
+        want[slots[k]] = np.concatenate([u[k].ravel() for u in updates])
+    np.testing.assert_array_equal(placed, want)
+    np.testing.assert_array_equal(summed, want)
+    assert [p[0].numpy().tolist() for p in parts] == [[3, 0], [s - 1]]
+    none = query.no_client_rows([tf.zeros([4, 3]), tf.zeros([5])])
+    assert none[0].shape == (0,) and none[1].shape == (0, 17)

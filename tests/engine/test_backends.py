@@ -133,12 +133,13 @@ def test_the_tff_backend_runs_the_librarys_process_for_fedavg_rounds(method, ext
     assert isinstance(runner.process, tff.learning.templates.LearningProcess) is library
 
 
-def test_client_loop_mode_matches_tff_backend(monkeypatch):
+@pytest.mark.parametrize("method", ["gdpfed_plus", "pfa"])     # PFA: public rows, 0 or 1
+def test_client_loop_mode_matches_tff_backend(method, monkeypatch):    # a client
     """A model CohortModel cannot batch is trained one client after another, same result."""
     monkeypatch.setattr(backends.CohortModel, "supports", staticmethod(lambda model: False))
-    exp = _experiment("gdpfed_plus", ("local_epochs=1", "num_clients=70"))
-    tff_w = _final_weights(exp, "gdpfed_plus", "tff")
-    fast_w = _final_weights(exp, "gdpfed_plus", "fast", mode="client-loop")
+    exp = _experiment(method, ("local_epochs=1", "num_clients=70"))
+    tff_w = _final_weights(exp, method, "tff")
+    fast_w = _final_weights(exp, method, "fast", mode="client-loop")
     for a, b in zip(tff_w, fast_w):
         np.testing.assert_allclose(a, b, atol=TOL)
 

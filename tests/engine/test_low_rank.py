@@ -256,6 +256,8 @@ def test_pfas_public_rows_keep_their_own_shares_and_the_rest_is_summed():
     args = (zeros, tf.zeros([7]), tf.constant(groups), tf.constant(seeds), tf.constant(slots))
     sums_e, rows_e, _ = each._aggregate(*args, each.state, counts)
     sums_s, rows_s, _ = summed._aggregate(*args, summed.state, counts)
+    assert rows_s[0].numpy().tolist() == [0, 1]                  # the two with a row
+    rows_e, rows_s = (summed.query.extra_from_rows(*r) for r in (rows_e, rows_s))
     np.testing.assert_array_equal(rows_s.numpy(), rows_e.numpy())
     assert np.any(rows_s.numpy()[:2]) and not np.any(rows_s.numpy()[2:])
     flat = lambda ts, m: np.concatenate([t.numpy()[m].ravel() for t in ts])  # noqa: E731

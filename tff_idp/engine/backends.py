@@ -268,16 +268,17 @@ class FastBackend:
 
     def _aggregate(self, deltas, losses, groups, seeds, slots, state, counts, support=None):
         """Clip and noise K clients' updates (the query's ``client_math``, as the
-        TFF backend), sum them per group (what secure aggregation reveals), sum their extra
-        contributions and statistics. With :attr:`summed_noise` the shares of the clients
-        not seen alone are left out: :meth:`step` draws their sum."""
+        TFF backend), sum them per group (what secure aggregation reveals), return their
+        extra contributions as the query's ``client_rows`` (PFA's public rows, placed once
+        a round by :meth:`step`) and their summed statistics. With :attr:`summed_noise` the shares of the
+        clients not seen alone are left out: :meth:`step` draws their sum."""
         noised, norm, clipped, bit = self.query.client_math(
             deltas, groups, seeds, state, counts, support, noise=not self.summed_noise)
         if self.summed_noise and not self.query.sums_only:
             noised = self._shares_seen_alone(noised, groups, seeds, slots, state, counts)
         sums = [tf.tensordot(groups, n, axes=[[0], [0]]) for n in noised]      # [M, ...]
-        extra = self.query.client_extra(groups, seeds, slots, noised)
-        return sums, extra, _stats(norm, clipped, losses, bit)
+        rows = self.query.client_rows(groups, slots, noised)
+        return sums, rows, _stats(norm, clipped, losses, bit)
 
     def _shares_seen_alone(self, noised, groups, seeds, slots, state, counts):
         """The clipped outputs ``noised`` with the noise shares of the clients the server
@@ -321,13 +322,13 @@ class FastBackend:
                 s = tf.tensordot(groups, dpmath.scaled_per_client([t], scale)[0], axes=[[0], [0]])
             sums.append(s if noise is None else s + tf.tensordot(groups, noise[i], axes=[[0], [0]]))
         bit = self.query.client_bits(norm, clipped, seeds, state, counts)
-        return sums, self.query.client_extra_zeros(self._weights), \
+        return sums, self.query.no_client_rows(self._weights), \
             _stats(norm, clipped, losses, bit)
 
     def _chunk_sums(self, weights, state, data, tags, counts, lr, personal):
-        """Per-group sums of the noised, clipped outputs of a chunk of clients, the sum of
-        their extra contributions (PFA's public rows), summed statistics and the clients'
-        new personal rows. ``data`` = per phase (xs, ys, ws); ``tags`` = the clients'
+        """Per-group sums of the noised, clipped outputs of a chunk of clients, their extra
+        contributions (the query's ``client_rows``: PFA's public rows), summed statistics
+        and the clients' new personal rows. ``data`` = per phase (xs, ys, ws); ``tags`` = the clients'
         (groups [K, m], noise seeds [K, 2], canary slots [K]); ``personal`` = the chunk's
         rows of the personal store, [K, ...] per personal tensor."""
         program = self.program
@@ -336,41 +337,45 @@ class FastBackend:
             out, factors, losses = self._train_factored(weights, data[0], lr)
             if not self.query.sums_only:          # the server reads each update (PFA)
                 out = low_rank.materialised(out, self.factored, factors, weights)
-                sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots,
-                                                     state, counts)
+                sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots,
+                                                    state, counts)
             else:
-                sums, extra, stats = self._aggregate_factored(out, factors, losses, groups,
-                                                              seeds, state, counts)
-            return sums, extra, stats, []
+                sums, rows, stats = self._aggregate_factored(out, factors, losses, groups,
+                                                             seeds, state, counts)
+            return sums, rows, stats, []
         if self.cohort_model is not None:        # the chunk's clients train together
             k = tf.shape(data[0][0])[0]
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
             final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
-            sums, extra, stats = self._aggregate(out, losses, groups, seeds, slots, state,
-                                                 counts, support)
-            return sums, extra, stats, program.kept(final)
-        def one_client(k, sums, extra, stats, kept):           # one client after another
+            sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots, state,
+                                                counts, support)
+            return sums, rows, stats, program.kept(final)
+        def one_client(k, sums, numbers, rows, stats, kept):   # one client after another
             start = program.start(weights, [p[k] for p in personal])
             final, loss = self.trainer.train_on_batches_phases(
                 self.model, start,
                 [PhaseBatches(CohortData(xs[k], ys[k], None if ws is None else ws[k]), spec)
                  for (xs, ys, ws), spec in zip(data, self.specs)], lr)
             out, support = program.send(start, final, batched=False)
-            part, e, st = self._aggregate(
+            part, (n, r), st = self._aggregate(
                 [d[None] for d in out], loss[None], groups[k:k + 1], seeds[k:k + 1],
                 slots[k:k + 1], state, counts,
                 None if support is None else [m if m is None else m[None] for m in support])
-            return (k + 1, [acc + p for acc, p in zip(sums, part)], extra + e, stats + st,
+            return (k + 1, [acc + p for acc, p in zip(sums, part)], numbers.write(k, n),
+                    rows.write(k, r), stats + st,
                     [ta.write(k, row) for ta, row in zip(kept, program.kept(final))])
 
         clients = tf.shape(groups)[0]
-        _, sums, extra, stats, kept = tf.while_loop(
+        none = self.query.no_client_rows(weights)       # 0 or 1 row a client, concatenated
+        _, sums, numbers, rows, stats, kept = tf.while_loop(
             lambda k, *_: k < clients, one_client,
             (tf.constant(0), [tf.zeros([self.m] + w.shape.as_list()) for w in weights],
-             self.query.client_extra_zeros(weights), tf.zeros([4]),
+             *(tf.TensorArray(t.dtype, size=clients, infer_shape=False,
+                              element_shape=tf.TensorShape([None]).concatenate(t.shape[1:]))
+               for t in none), tf.zeros([4]),
              [tf.TensorArray(tf.float32, size=clients) for _ in personal]))
-        return sums, extra, stats, [ta.stack() for ta in kept]
+        return sums, (numbers.concat(), rows.concat()), stats, [ta.stack() for ta in kept]
 
     def _train_lanes(self, start, data, lr, k):
         """The chunk's k clients trained from ``start`` ([k, ...] per tensor) in
@@ -449,7 +454,7 @@ class FastBackend:
         counts = tf.constant(counts, tf.float32)
         lr = tf.constant(self.training.learning_rate(rnd), tf.float32)
         slots = np.array([i.get("slot", -1) for i in infos], np.int32)
-        sums, extra, stats, kept = None, None, tf.zeros([4]), []
+        sums, rows, stats, kept = None, [], tf.zeros([4]), []
         for a in range(0, len(infos), self.chunk):
             if a and stop_requested():       # a long round stops at the next chunk; nothing
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
@@ -461,28 +466,33 @@ class FastBackend:
                     and self._chunk_fn.experimental_get_tracing_count() == 0
                     and not tf.config.functions_run_eagerly()):
                 self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
-            part, e, s, rows = self._chunk_fn(*args)
+            part, r, s, personal_rows = self._chunk_fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
-            extra = e if extra is None else extra + e
+            rows.append(r)
             stats += s
-            kept.append([r.numpy() for r in rows])
+            kept.append([p.numpy() for p in personal_rows])
         if sums is None:                  # no client: the aggregator noises zero sums
             sums = [tf.zeros([self.m] + w.shape.as_list()) for w in self._weights]
-            extra = self.query.client_extra_zeros(self._weights)
+            rows.append(self.query.no_client_rows(self._weights))
         drawn = (groups, seeds, slots)        # whose noise shares the round holds
         if canaries is not None and len(canaries[1]):
             c_slots = np.full(len(canaries[1]), -1, np.int32)     # no canary has a row
             drawn = (np.concatenate([groups, canaries[1]]), np.concatenate([seeds, canaries[2]]),
                      np.concatenate([slots, c_slots]))
-            c_sums, c_extra, c_stats = self._aggregate(
+            c_sums, c_rows, c_stats = self._aggregate(
                 [tf.constant(u) for u in canaries[0]], tf.zeros([len(canaries[1])]),
                 tf.constant(canaries[1]), tf.constant(canaries[2]), tf.constant(c_slots),
                 self.state, counts)
             sums = [x + y for x, y in zip(sums, c_sums)]
-            extra = extra + c_extra
+            rows.append(c_rows)
             stats += tf.stack([0.0, 0.0, 0.0, c_stats[3]])     # their adaptive-clip bits
         if self.summed_noise and len(drawn[0]):   # their shares, summed per group, at once
             sums = [s + n for s, n in zip(sums, self._noise_sum(sums, *drawn, counts))]
+        # the rows the server reads one by one (PFA's public rows), placed once a round,
+        # not as an [S, d] matrix made and summed a chunk (docs/backends.md), and let go
+        # of before the server's projection (PFA's 40 rows: 270 MB)
+        extra = self.query.extra_from_rows(*(tf.concat(t, 0) for t in zip(*rows)))
+        del rows
         update, _ = self.query.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)

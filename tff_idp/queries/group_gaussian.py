@@ -334,11 +334,26 @@ class GroupGaussianQuery:
 
     def client_extra(self, groups, seeds, slots, noised):
         """The sum over K clients of anything else they contribute (nothing here; PFA's
-        public rows). ``slots`` [K] (PFA) or None."""
-        return tf.zeros([], tf.float32)
+        public rows): :meth:`extra_from_rows` of their :meth:`client_rows`. ``slots`` [K]
+        (PFA) or None."""
+        return self.extra_from_rows(*self.client_rows(groups, slots, noised))
 
-    def client_extra_zeros(self, tensors):
-        """A zero of the shape of ``client_extra``'s output (the fast runner's accumulator)."""
+    def client_rows(self, groups, slots, noised):
+        """(row numbers [P] int32, rows [P, D]): the flat noised outputs of the P clients
+        the server reads one by one (:meth:`seen_alone`; none here) and where each goes. A
+        simulator gathers them chunk by chunk and places them once a round
+        (:meth:`extra_from_rows`), where a sum of one [S, D] matrix per chunk costs more
+        than the clients' training rounds of some models."""
+        return tf.zeros([0], tf.int32), tf.zeros([0, 0], tf.float32)
+
+    def no_client_rows(self, weights):
+        """:meth:`client_rows` of no client, for a model of ``weights`` (anything with a
+        ``shape`` per model tensor, no client axis)."""
+        return tf.zeros([0], tf.int32), tf.zeros([0, 0], tf.float32)
+
+    def extra_from_rows(self, row_numbers, rows):
+        """The summed extra contribution of the clients whose :meth:`client_rows` are
+        ``row_numbers``, ``rows`` (a zero scalar here: nothing else is contributed)."""
         return tf.zeros([], tf.float32)
 
     def _server_transform(self, group_means, extra_sum, counts):

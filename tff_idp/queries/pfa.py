@@ -67,6 +67,12 @@ def project_around_mean(rows, num_rows, rank: int, target):
                                                     transpose_a=True)) + mean
 
 
+def _size(t) -> int:
+    """Entries of one client's part of ``t`` (a tensor or spec with a leading client
+    axis)."""
+    return int(np.prod(t.shape[1:]))
+
+
 class PFAProjection(NamedTuple):
     """What PFA projects: ``projected_group``'s mean onto the top-``rank`` principal subspace
     of ``public_group``'s individually noised updates, ``projection`` "per-layer" (the
@@ -127,17 +133,21 @@ class PFAQuery(GroupGaussianQuery):
         return tf.logical_and(tf.logical_and(slots >= 0, slots < self.rows),
                               groups[:, self.public_group] > 0)
 
-    def client_extra(self, groups, seeds, slots, noised):
-        """Public client j's noised update in row ``slots[j]`` of an [S, d] matrix, summed
-        over the K clients (rows of other clients, or beyond S, are zero)."""
-        flat = tf.concat([tf.reshape(t, [tf.shape(t)[0], -1]) for t in noised], axis=1)
-        valid = self.seen_alone(groups, slots)
-        rows = tf.one_hot(tf.where(valid, slots, 0), self.rows) * \
-            tf.cast(valid, tf.float32)[:, None]
-        return tf.matmul(rows, flat, transpose_a=True)
+    def client_rows(self, groups, slots, noised):
+        """The public clients with a row (:meth:`seen_alone`): their slots [P] and their
+        noised updates flattened and concatenated over the model's tensors, [P, d]."""
+        idx = tf.where(self.seen_alone(groups, slots))                          # [P, 1]
+        rows = [tf.reshape(tf.gather_nd(t, idx), [-1, _size(t)]) for t in noised]
+        return tf.cast(tf.gather_nd(slots, idx), tf.int32), tf.concat(rows, axis=1)
 
-    def client_extra_zeros(self, tensors):
-        return tf.zeros([self.rows, sum(int(np.prod(t.shape)) for t in tensors)], tf.float32)
+    def no_client_rows(self, weights):
+        return tf.zeros([0], tf.int32), \
+            tf.zeros([0, sum(int(np.prod(w.shape)) for w in weights)])
+
+    def extra_from_rows(self, row_numbers, rows):
+        """The [S, d] matrix of the public rows: update j in row ``row_numbers[j]`` (a
+        client's slot is its own: no two rows land on one), zero rows elsewhere."""
+        return tf.scatter_nd(row_numbers[:, None], rows, [self.rows, rows.shape[1]])
 
     def _server_transform(self, group_means, extra_sum, counts):
         """The projected group's mean, projected around the public mean (module docstring):
