@@ -491,8 +491,9 @@ class FastBackend:
         # the rows the server reads one by one (PFA's public rows), placed once a round,
         # not as an [S, d] matrix made and summed a chunk (docs/backends.md), and let go
         # of before the server's projection (PFA's 40 rows: 270 MB)
-        extra = self.query.extra_from_rows(*(tf.concat(t, 0) for t in zip(*rows)))
-        del rows
+        numbers, rows = (tf.concat(t, 0) for t in zip(*rows))      # the list let go of
+        extra = self.query.extra_from_rows(numbers, rows)
+        del numbers, rows
         update, _ = self.query.server_math(sums, extra, self.state, counts)
         self._weights = self.program.server_update(self._weights, update, self.cfg.server_lr,
                                                    self.program.masks)
