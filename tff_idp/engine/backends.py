@@ -270,8 +270,9 @@ class FastBackend:
         """Clip and noise K clients' updates (the query's ``client_math``, as the
         TFF backend), sum them per group (what secure aggregation reveals), return their
         extra contributions as the query's ``client_rows`` (PFA's public rows, placed once
-        a round by :meth:`step`) and their summed statistics. With :attr:`summed_noise` the shares of the
-        clients not seen alone are left out: :meth:`step` draws their sum."""
+        a round by :meth:`step`) and their summed statistics. With :attr:`summed_noise`
+        the shares of the clients not seen alone are left out: :meth:`step` draws their
+        sum."""
         noised, norm, clipped, bit = self.query.client_math(
             deltas, groups, seeds, state, counts, support, noise=not self.summed_noise)
         if self.summed_noise and not self.query.sums_only:
@@ -328,9 +329,9 @@ class FastBackend:
     def _chunk_sums(self, weights, state, data, tags, counts, lr, personal):
         """Per-group sums of the noised, clipped outputs of a chunk of clients, their extra
         contributions (the query's ``client_rows``: PFA's public rows), summed statistics
-        and the clients' new personal rows. ``data`` = per phase (xs, ys, ws); ``tags`` = the clients'
-        (groups [K, m], noise seeds [K, 2], canary slots [K]); ``personal`` = the chunk's
-        rows of the personal store, [K, ...] per personal tensor."""
+        and the clients' new personal rows. ``data`` = per phase (xs, ys, ws); ``tags`` =
+        the clients' (groups [K, m], noise seeds [K, 2], canary slots [K]); ``personal`` =
+        the chunk's rows of the personal store, [K, ...] per personal tensor."""
         program = self.program
         groups, seeds, slots = tags
         if self.factored:                         # together, Dense kernels as factors
@@ -491,7 +492,7 @@ class FastBackend:
         # the rows the server reads one by one (PFA's public rows), placed once a round,
         # not as an [S, d] matrix made and summed a chunk (docs/backends.md), and let go
         # of before the server's projection (PFA's 40 rows: 270 MB)
-        numbers, rows = (tf.concat(t, 0) for t in zip(*rows))      # the list let go of
+        numbers, rows = (tf.concat(t, 0) for t in zip(*rows))    # the chunks' list freed
         extra = self.query.extra_from_rows(numbers, rows)
         del numbers, rows
         update, _ = self.query.server_math(sums, extra, self.state, counts)

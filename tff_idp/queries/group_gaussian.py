@@ -342,8 +342,8 @@ class GroupGaussianQuery:
         """(row numbers [P] int32, rows [P, D]): the flat noised outputs of the P clients
         the server reads one by one (:meth:`seen_alone`; none here) and where each goes. A
         simulator gathers them chunk by chunk and places them once a round
-        (:meth:`extra_from_rows`), where a sum of one [S, D] matrix per chunk costs more
-        than the clients' training rounds of some models."""
+        (:meth:`extra_from_rows`), instead of making and summing PFA's [S, D] matrix of
+        public rows for every chunk."""
         return tf.zeros([0], tf.int32), tf.zeros([0, 0], tf.float32)
 
     def no_client_rows(self, weights):
