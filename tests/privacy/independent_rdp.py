@@ -83,10 +83,20 @@ def wor_gaussian_rdp(population, cohort, z, alpha):
     return _logsumexp(terms) / (alpha - 1)
 
 
-@functools.lru_cache(maxsize=None)
 def _log_forward_differences(z, count):
-    """log D_k for k <= count, D_k = sum_i (-1)^(k-i) C(k, i) exp(i (i-1) / (2 z^2))."""
+    """log D_k for k <= count, D_k = sum_i (-1)^(k-i) C(k, i) exp(i (i-1) / (2 z^2)). D_k uses
+    the first k + 1 moments alone, so one table per z, to the largest order, serves them all."""
+    assert count <= _TABLE
+    return _difference_table(z)[:count + 1]
+
+
+_TABLE = int(max(ORDERS)) + 1
+
+
+@functools.lru_cache(maxsize=None)
+def _difference_table(z):
     import mpmath
+    count = _TABLE
     with mpmath.workdps(500):
         f = [mpmath.exp(mpmath.mpf(i) * (i - 1) / (2 * mpmath.mpf(z) ** 2))
              for i in range(count + 1)]

@@ -41,13 +41,3 @@ def test_the_accountants_epsilon_and_order_are_dp_accountings(event):
         e1, o1 = ours.get_epsilon_and_optimal_order(delta)
         e2, o2 = theirs.get_epsilon_and_optimal_order(delta)
         assert e1 == pytest.approx(e2, rel=1e-10) and o1 == o2
-
-
-def test_fixed_size_sampling_is_left_to_dp_accounting():
-    event = accounting.training_event(1.0, 0.1, 10, sampling="fixed", population=100)
-    ours = accounting.make_accountant("rdp", "fixed")
-    theirs = dp_accounting.rdp.RdpAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    ours.compose(event)
-    theirs.compose(event)
-    assert ours.get_epsilon(1e-5) == theirs.get_epsilon(1e-5)

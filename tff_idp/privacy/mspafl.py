@@ -27,11 +27,9 @@ from typing import Optional, Sequence, Tuple, Union
 
 import dp_accounting
 import numpy as np
-from dp_accounting import rdp
-
 from scipy import optimize
 
-from .accounting import _check
+from .accounting import RdpAccountant, _check
 from .gaussian_releases import exact_gaussian_delta
 
 Rates = Union[float, Sequence[float]]
@@ -219,7 +217,8 @@ def rdp_client_epsilon(sigma: float, clip: float, participations: int, delta: fl
                        sample_size: Optional[int] = None,
                        rate: Optional[float] = None) -> Optional[float]:
     """An independent RDP value for one client's record-level privacy after
-    ``participations`` rounds (dp-accounting's RDP accountant), composing only the rounds it
+    ``participations`` rounds (the suite's RDP accountant, :class:`accounting.RdpAccountant`:
+    dp-accounting's, its subsampled Gaussians evaluated as arrays), composing only the rounds it
     took part in (check-in is data-independent). Per round the client releases its clipped
     public model plus N(0, sigma^2): two subsamples give means at most 2C apart, so the base
     Gaussian's multiplier is z = sigma / (2C) under replace-one neighbours.
@@ -241,12 +240,12 @@ def rdp_client_epsilon(sigma: float, clip: float, participations: int, delta: fl
         base = dp_accounting.GaussianDpEvent(z)
         event = (base if sample_size == num_examples else
                  dp_accounting.SampledWithoutReplacementDpEvent(num_examples, sample_size, base))
-        acc = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        acc = RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     elif mode == "poisson":
         _check("rate", rate, 0.0, 1.0)
         base = dp_accounting.GaussianDpEvent(z)
         event = base if rate >= 1.0 else dp_accounting.PoissonSampledDpEvent(rate, base)
-        acc = rdp.RdpAccountant()
+        acc = RdpAccountant()
     else:
         raise ValueError(f"mode={mode!r} is not 'wor', 'poisson' or 'wr'")
     if participations == 0:
@@ -267,6 +266,6 @@ def checkin_rdp_epsilon(p: float, sigma: float, clip: float, rounds: int,
     z = sigma / clip
     base = dp_accounting.GaussianDpEvent(z)
     event = base if p >= 1.0 else dp_accounting.PoissonSampledDpEvent(p, base)
-    acc = rdp.RdpAccountant()
+    acc = RdpAccountant()
     acc.compose(dp_accounting.SelfComposedDpEvent(event, int(rounds)))
     return float(acc.get_epsilon(delta))
