@@ -50,13 +50,8 @@ def _signed_logsumexp_rows(log_terms, signs, kept):
     return np.where(top[:, 0] == -np.inf, -np.inf, out)
 
 
-def log_a_int(q: float, sigma: float, alpha: int) -> float:
-    """log A_alpha for integer alpha (Mironov et al. 2019, Sec. 3.3)."""
-    return float(log_a_ints(q, sigma, [alpha])[0])
-
-
 def log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> np.ndarray:
-    """:func:`log_a_int` at each of ``alphas``: the binomial expansion
+    """log A_alpha at each integer order of ``alphas`` (Mironov et al. 2019, Sec. 3.3):
     A_alpha = sum_{i=0}^{alpha} C(alpha, i) (1-q)^(alpha-i) q^i exp((i^2 - i) / (2 sigma^2)),
     one row of one array per order (the entries past alpha left out), the orders grouped by
     the power of two above them so that no row is much longer than its series."""
@@ -75,16 +70,11 @@ def log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> np.ndarray:
     return out
 
 
-def log_a_frac(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha (Mironov et al. 2019, Sec. 3.3, Eqs. (4)-(5)); the
-    series is extended until a term's log falls below -30, as dp_accounting's loop."""
-    return float(log_a_fracs(q, sigma, [alpha])[0])
-
-
 def log_a_fracs(q: float, sigma: float, alphas: Sequence[float]) -> np.ndarray:
-    """:func:`log_a_frac` at each of ``alphas``, the orders' series as the rows of one array:
-    each row stops at its own first term below -30, as dp_accounting's loop for that order,
-    and the rows that have not stopped within n terms are evaluated again with 4n."""
+    """log A_alpha at each fractional order of ``alphas`` (Mironov et al. 2019, Sec. 3.3,
+    Eqs. (4)-(5)), the orders' series as the rows of one array: each row stops at its own
+    first term below -30, as dp_accounting's loop for that order, and the rows that have not
+    stopped within n terms are evaluated again with 4n."""
     alphas = np.asarray(alphas, dtype=float)
     out = np.empty(len(alphas))
     pending = np.arange(len(alphas))
