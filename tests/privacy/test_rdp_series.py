@@ -1,5 +1,6 @@
 """The array-summed RDP series (tff_idp.privacy.rdp_series) against dp_accounting's
-term-by-term loop, and the project's RDP accountant against dp_accounting's own."""
+term-by-term loop, and the project's RDP accountant (Poisson and fixed-size cohorts) against
+dp_accounting's own."""
 import dp_accounting
 import numpy as np
 import pytest
@@ -28,13 +29,23 @@ def test_the_edge_cases_are_dp_accountings():
             rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, sigma, ORDERS))
 
 
-@pytest.mark.parametrize("event", [
-    accounting.training_event(0.84, 0.6, 2),
-    accounting.training_event(1.2, 0.02, 500),
-    dp_accounting.ComposedDpEvent([accounting.training_event(2.0, 0.1, 30),
-                                   accounting.training_event(0.9, 1.0, 3)])])
-def test_the_accountants_epsilon_and_order_are_dp_accountings(event):
-    ours, theirs = accounting.make_accountant("rdp"), dp_accounting.rdp.RdpAccountant()
+@pytest.mark.parametrize("sampling,event", [
+    ("poisson", accounting.training_event(0.84, 0.6, 2)),
+    ("poisson", accounting.training_event(1.2, 0.02, 500)),
+    ("poisson", dp_accounting.ComposedDpEvent([accounting.training_event(2.0, 0.1, 30),
+                                               accounting.training_event(0.9, 1.0, 3)])),
+    # fixed-size cohorts, replace-one (tff_idp.privacy.rdp_wor: tests/privacy/test_rdp_wor.py)
+    ("fixed", accounting.training_event(1.0, 0.1, 10, sampling="fixed", population=100)),
+    ("fixed", dp_accounting.ComposedDpEvent([
+        accounting.training_event(2.1665, 0.02, 50, sampling="fixed", population=2000),
+        accounting.training_event(0.9, 0.5, 3, sampling="fixed", population=12)]))])
+def test_the_accountants_epsilon_and_order_are_dp_accountings(sampling, event):
+    """What the ledger and the calibrations compose with: the same epsilon to 1e-10 relative
+    at the same optimal order as dp_accounting's own accountant."""
+    relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if sampling == "fixed" else
+                dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    ours = accounting.make_accountant("rdp", sampling)
+    theirs = dp_accounting.rdp.RdpAccountant(neighboring_relation=relation)
     ours.compose(event)
     theirs.compose(event)
     for delta in (1e-5, 6000 ** -1.1):

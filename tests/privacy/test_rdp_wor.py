@@ -1,13 +1,12 @@
 """The array form of the without-replacement Gaussian's RDP bound (tff_idp.privacy.rdp_wor)
-against dp_accounting's loop, and the project's accountant on fixed-size cohorts against
-dp_accounting's own. (tests/privacy/test_conformance.py checks both against an independent
-implementation of the same theorem in 500-digit arithmetic.)"""
-import dp_accounting
+against dp_accounting's loop (the accountant that composes it: tests/privacy/
+test_rdp_series.py; both against an independent implementation of the same theorem in
+500-digit arithmetic: tests/privacy/test_conformance.py)."""
 import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from tff_idp.privacy import accounting, rdp_wor
+from tff_idp.privacy import rdp_wor
 
 ORDERS = rdp_privacy_accountant.DEFAULT_RDP_ORDERS
 
@@ -45,22 +44,3 @@ def test_the_edge_cases_are_dp_accountings():
     for q, orders in [(0.5, [1.0, 2.0]), (1.5, [2.0]), (-0.1, [2.0])]:
         with pytest.raises(ValueError):
             rdp_wor.wor_gaussian_rdp(q, 1.0, orders)
-
-
-@pytest.mark.parametrize("event", [
-    accounting.training_event(1.0, 0.1, 10, sampling="fixed", population=100),
-    dp_accounting.ComposedDpEvent([
-        accounting.training_event(2.1665, 0.02, 50, sampling="fixed", population=2000),
-        accounting.training_event(0.9, 0.5, 3, sampling="fixed", population=12)])])
-def test_the_accountants_epsilon_and_order_are_dp_accountings(event):
-    """The ledger's and the calibration's accountant (replace-one): the same epsilon to
-    1e-10 relative at the same optimal order."""
-    ours = accounting.make_accountant("rdp", "fixed")
-    theirs = dp_accounting.rdp.RdpAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    ours.compose(event)
-    theirs.compose(event)
-    for delta in (1e-5, 6000 ** -1.1):
-        e1, o1 = ours.get_epsilon_and_optimal_order(delta)
-        e2, o2 = theirs.get_epsilon_and_optimal_order(delta)
-        assert e1 == pytest.approx(e2, rel=1e-10) and o1 == o2
