@@ -52,3 +52,26 @@ def test_the_accountants_epsilon_and_order_are_dp_accountings(sampling, event):
         e1, o1 = ours.get_epsilon_and_optimal_order(delta)
         e2, o2 = theirs.get_epsilon_and_optimal_order(delta)
         assert e1 == pytest.approx(e2, rel=1e-10) and o1 == o2
+
+
+def test_a_row_that_cancels_below_float64_is_summed_by_dp_accountings_loop(monkeypatch):
+    """No rate and noise of the tests cancels (a row's signed terms summing to 0 or less in
+    float64), so the fallback is forced for every row of the first pass (the orders whose
+    series stop within 64 terms): those get dp_accounting's own value, the rest the arrays'."""
+    alphas = np.asarray([1.5, 2.5, 7.25])
+    first_pass = rdp_series._frac_terms(0.3, 1.1, alphas, 64)[3] > 0
+    assert first_pass.any() and not first_pass.all()
+    arrays = rdp_series.log_a_fracs(0.3, 1.1, alphas)
+    real = rdp_series._signed_logsumexp_rows
+
+    def cancels_in_the_first_pass(log_terms, signs, kept):
+        out = real(log_terms, signs, kept)
+        return np.full_like(out, np.nan) if kept.shape[1] == 64 else out
+
+    monkeypatch.setattr(rdp_series, "_signed_logsumexp_rows", cancels_in_the_first_pass)
+    forced = rdp_series.log_a_fracs(0.3, 1.1, alphas)
+    for k, alpha in enumerate(alphas):
+        expected = (rdp_privacy_accountant._compute_log_a_frac(0.3, 1.1, alpha)
+                    if first_pass[k] else arrays[k])
+        assert forced[k] == expected
+        assert forced[k] == pytest.approx(arrays[k], rel=1e-12)

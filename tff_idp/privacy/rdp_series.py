@@ -85,8 +85,9 @@ def log_a_fracs(q: float, sigma: float, alphas: Sequence[float]) -> np.ndarray:
         a0 = _signed_logsumexp_rows(log_s0, signs, kept)
         a1 = _signed_logsumexp_rows(log_s1, signs, kept)
         done = stop > 0
-        out[pending[done]] = np.logaddexp(a0[done], a1[done])
-        for k in pending[done & (np.isnan(a0) | np.isnan(a1))]:
+        summed = done & ~np.isnan(a0) & ~np.isnan(a1)
+        out[pending[summed]] = np.logaddexp(a0[summed], a1[summed])
+        for k in pending[done & ~summed]:
             # cancellation below float64: dp_accounting's own loop
             out[k] = rdp_privacy_accountant._compute_log_a_frac(q, sigma, alphas[k])
         pending = pending[~done]
