@@ -101,8 +101,17 @@ def _log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> dict:
             rest = capped[:len(j)] + (j * log_q + _log_comb(alpha, j))
         else:
             rest = np.log(2) + cgf(j - 1) + j * log_q + _log_comb(alpha, j)
-        out[alpha] = float(special.logsumexp(np.concatenate([[0.0, s2], rest])))
+        out[alpha] = _log_one_plus(np.concatenate([[s2], rest]))
     return out
+
+
+def _log_one_plus(log_terms: np.ndarray) -> float:
+    """log(1 + sum exp(log_terms)), with log1p where every term is below 1 (dp_accounting's
+    log-addition onto 1 keeps a tiny sum's digits the same way)."""
+    top = float(np.max(log_terms))
+    if top <= 0:
+        return math.log1p(float(np.sum(np.exp(log_terms))))
+    return top + math.log(math.exp(-top) + float(np.sum(np.exp(log_terms - top))))
 
 
 def wor_gaussian_rdp(q: float, sigma: float, orders: Sequence[float]) -> np.ndarray:
