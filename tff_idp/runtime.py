@@ -271,6 +271,10 @@ class WorkerStartError(RuntimeError):
     """TFF's worker_binary exited before it answered: TFF itself would wait for it forever."""
 
 
+# how long a TFF worker may take to exit after TFF's SIGINT before it is killed
+WORKER_STOP_SECONDS = 30.0
+
+
 def _workers_die_with_parent() -> None:
     """TFF starts ``worker_binary`` with ``subprocess.Popen`` in its executor factory, then
     polls ``time.sleep`` until the worker answers, with no limit. Give that module (only) a
@@ -294,11 +298,12 @@ def _workers_die_with_parent() -> None:
 
         def wait(self, timeout=None):
             """TFF stops a worker with SIGINT and an unbounded wait (at garbage collection
-            too): a worker that outlives SIGINT by 30 s is killed rather than waited for."""
+            too): a worker that outlives SIGINT by :data:`WORKER_STOP_SECONDS` is killed
+            rather than waited for."""
             if timeout is not None:
                 return super().wait(timeout)
             try:
-                return super().wait(30)
+                return super().wait(WORKER_STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 self.kill()
                 return super().wait()
