@@ -16,8 +16,9 @@ These are the series dp_accounting evaluates term by term in Python
 the same stopping rule (the fractional series ends with the first term whose log is below
 -30), summed here as arrays, every order of a curve a row of one array (the integer orders
 grouped by length). A fractional order at a large rate (q = 0.6) takes ~15 ms there; a
-whole curve here takes about 16 ms (docs/privacy.md), and a SAMPLE calibration evaluates
-hundreds of curves. Equal to
+whole curve on the default and the fast orders about 8-13 ms here (docs/privacy.md,
+``scripts/accounting_cost.py``), and a SAMPLE calibration evaluates hundreds of curves.
+Equal to
 dp_accounting's values to float64 summation order (tests/privacy/test_rdp_series.py).
 Free of TensorFlow, like all of ``tff_idp.privacy``.
 """

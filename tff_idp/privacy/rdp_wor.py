@@ -22,7 +22,7 @@ loop rebuilds the table for every order (O(alpha^2) Python operations each; an R
 its default orders is about 2 million of them) although the k-th difference does not depend
 on the order; here the table is built once per noise multiplier, each level one numpy
 operation, and every order's sum is one array: a plan of three fixed-size groups goes from
-16-23 s to about 1 s (docs/privacy.md). Equal to dp_accounting's values up to float64
+11-18 s to about 1 s (docs/privacy.md, ``scripts/accounting_cost.py``). Equal to dp_accounting's values up to float64
 rounding (tests/privacy/test_rdp_wor.py). Free of TensorFlow, like all of
 ``tff_idp.privacy``.
 """
