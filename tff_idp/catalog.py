@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import List, Tuple
 
+from . import toml_text
+
 
 def config_files(runs_dir: str = "runs") -> List[Path]:
     """Every run and table config under ``runs_dir`` (reports' folders skipped, and
@@ -25,7 +27,7 @@ def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
     for path in config_files(str(runs_dir)):
         text = path.read_text()
         try:
-            table = tomllib.loads(text).get("table")
+            table = toml_text.loads(text).get("table")
         except (tomllib.TOMLDecodeError, RecursionError):
             out.append((str(path), "?", "malformed TOML"))
             continue

@@ -18,6 +18,8 @@ from .audit.bounds import MAX_CANARIES
 from .data import FEDERATED, SOURCES
 from .data.partition import PARTITIONS
 from .data.sources import default_tfds_dir
+from . import toml_text
+from .toml_text import TOO_DEEP
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
 from .errors import fail as _fail
@@ -540,7 +542,7 @@ class Schema:
         key, raw = item.split("=", 1)
         key = key.strip()
         try:
-            value = tomllib.loads(f"v = {raw}")["v"]
+            value = toml_text.loads(f"v = {raw}")["v"]
         except RecursionError:
             _fail("--set", item, TOO_DEEP)
         except tomllib.TOMLDecodeError:
@@ -553,8 +555,6 @@ class Schema:
         return key, value
 
 
-# a config nested deeper than Python's recursion limit lets tomllib read (about 490 levels)
-TOO_DEEP = "nested too deeply to read (no config key takes more than a list of lists)"
 
 
 def check_config_path(path: str) -> None:
@@ -574,7 +574,7 @@ def read_toml(path: str) -> dict:
     check_config_path(path)
     p = Path(path)
     try:
-        return tomllib.loads(p.read_text())
+        return toml_text.loads(p.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
     except RecursionError:             # tomllib reads nested arrays and tables recursively

@@ -39,6 +39,7 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import toml_text
 from ..config import PLACEMENT_KEYS, ConfigError, check_name, read_toml
 from ..experiment_config import (ExperimentConfig, check_values, from_mapping, parse_override,
                                  validate)
@@ -241,7 +242,7 @@ def is_table(path: str) -> bool:
         return False
     try:
         text = Path(path).read_text()
-        return "table" in tomllib.loads(text)
+        return "table" in toml_text.loads(text)
     except RecursionError:          # too deep to parse: what its headers say it is (its
         # reader then refuses it in one line)
         return re.search(r"^\s*\[table\]", text, re.MULTILINE) is not None

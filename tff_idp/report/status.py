@@ -36,7 +36,9 @@ import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import toml_text
 from ..errors import ConfigError
+from ..toml_text import TOO_DEEP
 
 WITHIN = 2.0                       # points: "within 2"
 SPREAD = 2.0                       # standard deviations: "within the seed spread"
@@ -103,9 +105,11 @@ def load_rows(path: Path) -> List[Row]:
     """The rows of ``path`` (runs/status.toml), each checked: one line naming the row and key
     for a bad one."""
     try:
-        raw = tomllib.loads(Path(path).read_text())
+        raw = toml_text.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"--status: {path}: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"--status: {path}: {TOO_DEEP}") from None
     rows = []
     for i, r in enumerate(raw.get("row", [])):
         where = f"{path} row {i + 1} ({r.get('what', '?')}, {r.get('data', '?')})"
