@@ -19,7 +19,6 @@ from .data import FEDERATED, SOURCES
 from .data.partition import PARTITIONS
 from .data.sources import default_tfds_dir
 from . import toml_text
-from .toml_text import TOO_DEEP
 from .atomic import check_writable_dir
 from .errors import ConfigError, did_you_mean  # noqa: F401 (importers take ConfigError here)
 from .errors import fail as _fail
@@ -544,7 +543,7 @@ class Schema:
         try:
             value = toml_text.loads(f"v = {raw}")["v"]
         except RecursionError:
-            _fail("--set", item, TOO_DEEP)
+            _fail("--set", item, toml_text.TOO_DEEP)
         except tomllib.TOMLDecodeError:
             if raw.strip()[:1] in ("[", "{", '"', "'"):      # meant as a list, table or string
                 _fail("--set", item, "not a TOML value; quote the strings inside it and the "
@@ -578,7 +577,7 @@ def read_toml(path: str) -> dict:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         _fail("config", str(path), f"malformed TOML ({str(e).splitlines()[0]})")
     except RecursionError:             # tomllib reads nested arrays and tables recursively
-        _fail("config", str(path), TOO_DEEP)
+        _fail("config", str(path), toml_text.TOO_DEEP)
 
 
 def _quoted_example(key: str, raw: str) -> str:

@@ -22,9 +22,9 @@ loop rebuilds the table for every order (O(alpha^2) Python operations each; an R
 its default orders is about 2 million of them) although the k-th difference does not depend
 on the order; here the table is built once per noise multiplier, each level one numpy
 operation, and every order's sum is one array: a plan of three fixed-size groups goes from
-11-18 s to about 1 s (docs/privacy.md, ``scripts/accounting_cost.py``). Equal to dp_accounting's values up to float64
-rounding (tests/privacy/test_rdp_wor.py). Free of TensorFlow, like all of
-``tff_idp.privacy``.
+11-18 s to about 1 s (docs/privacy.md, ``scripts/accounting_cost.py``). Equal to
+dp_accounting's values up to float64 rounding (tests/privacy/test_rdp_wor.py). Free of
+TensorFlow, like all of ``tff_idp.privacy``.
 """
 from __future__ import annotations
 
@@ -41,6 +41,12 @@ _MAX_EXACT_ORDER = 256
 def _log_comb(n, k):
     """log C(n, k), as dp_accounting's ``_log_comb`` (k may be an array)."""
     return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
+def _gaussian_cgf(x, sigma: float):
+    """x (x + 1) / (2 sigma^2): the log of the Gaussian's (x+1)-th moment of its privacy loss
+    ratio (dp_accounting's ``cgf``, the same operations in the same order)."""
+    return x * 1.0 * (x + 1) / (2.0 * sigma ** 2)
 
 
 def _difference_level(mag: np.ndarray, sign: np.ndarray):
@@ -69,7 +75,7 @@ def log_forward_differences(sigma: float, count: int) -> np.ndarray:
     (2 sigma^2) (the Gaussian's (x+1)-th moment's log). Entry i comes from the first i + 2
     values alone, so one table of ``count + 2`` entries serves every order up to ``count``."""
     x = np.arange(count + 2, dtype=float)
-    mag = np.concatenate([[0.0], x * 1.0 * (x + 1) / (2.0 * sigma ** 2)])
+    mag = np.concatenate([[0.0], _gaussian_cgf(x, sigma)])
     sign = np.ones(count + 3, dtype=bool)
     out = np.empty(count + 2)
     for i in range(count + 2):
@@ -81,17 +87,16 @@ def log_forward_differences(sigma: float, count: int) -> np.ndarray:
 def _log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> dict:
     """log A_alpha of Theorem 27 at each integer order > 1 in ``alphas`` (dp_accounting's
     ``_compute_rdp_sample_wor_gaussian_int``), one table of differences for all of them."""
-    cgf = lambda v: v * 1.0 * (v + 1) / (2.0 * sigma ** 2)
     eps2 = 1.0 * 2.0 / (2.0 * sigma ** 2)
     second = min(np.log(4) + eps2 + np.log(1 - np.exp(-eps2)), eps2 + np.log(2))
     exact = [a for a in alphas if a <= _MAX_EXACT_ORDER]
-    top = max(exact, default=2)
-    i = np.arange(3, top + 1)
-    if exact:
+    if exact:                   # the min of Theorem 27's two branches, j = 3 .. max(exact)
+        top = max(exact)
+        i = np.arange(3, top + 1)
         deltas = log_forward_differences(sigma, top)
         lo = deltas[(2 * np.floor(i / 2.0)).astype(int) - 1]
         hi = deltas[(2 * np.ceil(i / 2.0)).astype(int) - 1]
-        capped = np.minimum(np.log(4) + 0.5 * (lo + hi), np.log(2) + cgf(i - 1))
+        capped = np.minimum(np.log(4) + 0.5 * (lo + hi), np.log(2) + _gaussian_cgf(i - 1, sigma))
     log_q = np.log(q)
     out = {}
     for alpha in alphas:
@@ -100,7 +105,7 @@ def _log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> dict:
         if alpha <= _MAX_EXACT_ORDER:
             rest = capped[:len(j)] + (j * log_q + _log_comb(alpha, j))
         else:
-            rest = np.log(2) + cgf(j - 1) + j * log_q + _log_comb(alpha, j)
+            rest = np.log(2) + _gaussian_cgf(j - 1, sigma) + j * log_q + _log_comb(alpha, j)
         out[alpha] = _log_one_plus(np.concatenate([[s2], rest]))
     return out
 

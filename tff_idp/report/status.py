@@ -38,7 +38,6 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import toml_text
 from ..errors import ConfigError
-from ..toml_text import TOO_DEEP
 
 WITHIN = 2.0                       # points: "within 2"
 SPREAD = 2.0                       # standard deviations: "within the seed spread"
@@ -109,7 +108,7 @@ def load_rows(path: Path) -> List[Row]:
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"--status: {path}: {e}") from None
     except RecursionError:
-        raise ConfigError(f"--status: {path}: {TOO_DEEP}") from None
+        raise ConfigError(f"--status: {path}: {toml_text.TOO_DEEP}") from None
     rows = []
     for i, r in enumerate(raw.get("row", [])):
         where = f"{path} row {i + 1} ({r.get('what', '?')}, {r.get('data', '?')})"
