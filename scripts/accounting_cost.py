@@ -28,6 +28,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=3, help="timings per item; the best is kept")
     args = p.parse_args()
+    if args.repeats < 1:
+        p.error(f"--repeats={args.repeats}: at least 1")
     from dp_accounting.rdp import rdp_privacy_accountant
     from tff_idp.algorithms.plan import PrivacySetting
     from tff_idp.methods import PLANNERS

@@ -20,3 +20,10 @@ def test_the_script_prints_each_timing_and_the_plans_numbers():
     plan = report["fixed_gdpfed_plan"]["noise_multipliers"]
     assert len(plan) == 3 and plan[0] > plan[1] > plan[2] > 0     # strictest group first
     assert report["table1_idp_sample_plan"]["seconds"] > 0
+
+
+def test_a_repeat_count_below_one_is_one_line_exit_2():
+    done = subprocess.run([sys.executable, "scripts/accounting_cost.py", "--repeats", "0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and "--repeats=0" in lines[-1] and done.stdout == ""
