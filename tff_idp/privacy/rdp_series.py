@@ -51,6 +51,12 @@ def _signed_logsumexp_rows(log_terms, signs, kept):
     return np.where(top[:, 0] == -np.inf, -np.inf, out)
 
 
+def log_comb(n, k):
+    """log C(n, k) through the log-gamma function (n and k may be arrays, k <= n; as
+    dp_accounting's ``_log_comb``)."""
+    return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
 def log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> np.ndarray:
     """log A_alpha at each integer order of ``alphas`` (Mironov et al. 2019, Sec. 3.3):
     A_alpha = sum_{i=0}^{alpha} C(alpha, i) (1-q)^(alpha-i) q^i exp((i^2 - i) / (2 sigma^2)),
@@ -64,8 +70,7 @@ def log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> np.ndarray:
         alpha = alphas[rows][:, None]
         i = np.arange(int(alpha.max()) + 1, dtype=float)[None, :]
         with np.errstate(invalid="ignore"):
-            log_terms = (special.gammaln(alpha + 1) - special.gammaln(i + 1)
-                         - special.gammaln(alpha - i + 1) + i * math.log(q)
+            log_terms = (log_comb(alpha, i) + i * math.log(q)
                          + (alpha - i) * math.log(1 - q) + (i * i - i) / (2 * sigma ** 2))
         out[rows] = special.logsumexp(np.where(i <= alpha, log_terms, -np.inf), axis=1)
     return out

@@ -32,15 +32,11 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import special
+
+from .rdp_series import log_comb
 
 # dp_accounting's: above this order the bound is summed in its Stirling form
 _MAX_EXACT_ORDER = 256
-
-
-def _log_comb(n, k):
-    """log C(n, k), as dp_accounting's ``_log_comb`` (k may be an array)."""
-    return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
 
 
 def _gaussian_cgf(x, sigma: float):
@@ -100,12 +96,12 @@ def _log_a_ints(q: float, sigma: float, alphas: Sequence[int]) -> dict:
     log_q = np.log(q)
     out = {}
     for alpha in alphas:
-        s2 = 2 * log_q + _log_comb(alpha, 2) + second
+        s2 = 2 * log_q + log_comb(alpha, 2) + second
         j = np.arange(3, alpha + 1)
         if alpha <= _MAX_EXACT_ORDER:
-            rest = capped[:len(j)] + (j * log_q + _log_comb(alpha, j))
+            rest = capped[:len(j)] + (j * log_q + log_comb(alpha, j))
         else:
-            rest = np.log(2) + _gaussian_cgf(j - 1, sigma) + j * log_q + _log_comb(alpha, j)
+            rest = np.log(2) + _gaussian_cgf(j - 1, sigma) + j * log_q + log_comb(alpha, j)
         out[alpha] = _log_one_plus(np.concatenate([[s2], rest]))
     return out
 
