@@ -196,6 +196,7 @@ BAD = [
     # the flags of table configs, given with an experiment config (they used to be ignored)
     (["--only", "FMNIST"], "--only='FMNIST': a flag of table configs"),
     (["--methods", "dp_fedavg"], "--methods='dp_fedavg': a flag of table configs"),
+    (["--axis", "1x"], "--axis='1x': a flag of table configs"),
     # an experiment config runs at each of --seeds (issue 62); a bad list is one line
     (["--seeds", "0,x"], "--seeds='0,x': comma-separated seeds, e.g. 0,1,2"),
     (["--seeds", "0,3000000000"], "--seeds='0,3000000000': each below 2^31"),

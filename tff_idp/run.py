@@ -65,6 +65,9 @@ def parse_args(argv):
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="table configs: only these data-set labels (comma-separated, e.g. "
                    "FMNIST)")
+    p.add_argument("--axis", default=None, metavar="LABELS",
+                   help="table configs: only these labels of the table's swept [axis] "
+                   "(comma-separated, e.g. 0.5x,1.0x)")
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="table configs: only these of the table's methods, in this order "
                    "(comma-separated registry keys, e.g. gdpfed_plus,dp_fedavg)")
@@ -246,7 +249,7 @@ def _main(argv, stop) -> int:
     try:
         with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
             table_only = [f"--{k.replace('_', '-')}={v!r}" for k, v in (
-                ("only", args.only), ("methods", args.methods),
+                ("only", args.only), ("axis", args.axis), ("methods", args.methods),
                 ("report_dir", args.report_dir),
                 ("scale", args.scale),
                 ("jobs", None if args.jobs == 1 else args.jobs),
@@ -321,8 +324,9 @@ def _run_table(args, stop) -> int:
     from .harness.reuse import still_to_train
     from .harness.runner import pending, run_table
     from .runtime import select_device
-    from .harness.table import (check_data, expand, load_table, only_datasets, only_methods,
-                                only_seeds, require_scale, with_overrides)
+    from .harness.table import (check_data, check_selected, expand, load_table, only_axis,
+                                only_datasets, only_methods, only_seeds, require_scale,
+                                with_overrides)
     try:
         with stop.immediately():     # nothing to checkpoint yet: a stop ends it now
             args.scale = require_scale(args.scale)
@@ -330,10 +334,12 @@ def _run_table(args, stop) -> int:
                 raise ConfigError(f"--jobs={args.jobs}: must be >= 1")
             whole = with_overrides(load_table(args.config), table_overrides(args))
             spec = only_methods(only_datasets(whole, args.only), args.methods)
-            spec = only_seeds(spec, args.seeds)
+            spec = only_seeds(only_axis(spec, args.axis), args.seeds)
             if args.output_dir is not None:
                 check_writable_dir("--output-dir", args.output_dir)
             units = expand(spec, args.scale, args.output_dir)   # every cell validated first
+            check_selected(spec, units, {"--only": args.only, "--axis": args.axis,
+                                         "--methods": args.methods, "--seeds": args.seeds})
             from .runtime import one_thread_per_op_for_lanes
             one_thread_per_op_for_lanes([u.cfg for u in units])   # before TF's runtime starts
             from .atomic import run_folder_conflict
@@ -361,7 +367,7 @@ def _run_table(args, stop) -> int:
     if not args.no_report:
         from .report import main_table, write_report
         # the table's own report covers every cell, also after a run of some (--only,
-        # --methods, --seeds); one written elsewhere (--report-dir) covers what was chosen
+        # --axis, --methods, --seeds); one written elsewhere (--report-dir) covers what was chosen
         try:
             with stop.immediately():     # the runs are written: a stop ends the report
                 out = write_report(spec if args.report_dir else whole, args.scale,

@@ -27,8 +27,9 @@ from typing import List
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
 from .harness.runner import pending, units_by_state, write_units_list
-from .harness.table import (TableSpec, check_data, expand, load_table, only_datasets,
-                            only_methods, require_scale, unit_complete, with_overrides)
+from .harness.table import (TableSpec, check_data, check_selected, expand, load_table,
+                            only_axis, only_datasets, only_methods, require_scale,
+                            unit_complete, with_overrides)
 
 
 def _ranges(indices: List[int]) -> str:
@@ -230,6 +231,8 @@ def main(argv=None) -> int:
     p.add_argument("--mem", default="32G", help="#SBATCH --mem (default 32G)")
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="only these data-set labels, as run's --only (comma-separated)")
+    p.add_argument("--axis", default=None, metavar="LABELS",
+                   help="only these labels of the table's [axis], as run's --axis")
     p.add_argument("--methods", default=None, metavar="NAMES",
                    help="only these of the table's methods, as run's --methods")
     p.add_argument("--account", default=None, help="#SBATCH --account")
@@ -241,11 +244,14 @@ def main(argv=None) -> int:
         check_sbatch_fields(args)
         args.scale = require_scale(args.scale)
         whole = with_overrides(load_table(args.table), args.overrides)
-        spec = only_methods(only_datasets(whole, args.only), args.methods)
+        spec = only_axis(only_methods(only_datasets(whole, args.only), args.methods),
+                         args.axis)
         if spec.kind != "train":
             raise ConfigError(f"table.kind={spec.kind!r}: nothing to train; run "
                               f"python -m tff_idp.report {args.table}")
         units = expand(spec, args.scale)
+        check_selected(spec, units, {"--only": args.only, "--axis": args.axis,
+                                     "--methods": args.methods})
         # array task i runs unit i of the whole table (harness.task expands it all)
         all_units = units if spec is whole else expand(whole, args.scale)
         if args.array_parallel is not None and args.array_parallel < 1:

@@ -25,8 +25,8 @@ INJECTIONS = {
     "semicolon": "a; touch {canary}",
 }
 FIELDS = ["--partition", "--gres", "--gpus", "--qos", "--constraint", "--account",
-          "--mail-type", "--time", "--mem", "--sbatch", "--python", "--only", "--methods",
-          "--set", "table name", "table folder"]
+          "--mail-type", "--time", "--mem", "--sbatch", "--python", "--only", "--axis",
+          "--methods", "--set", "table name", "table folder"]
 
 
 def _case(tmp_path, field, text):

@@ -12,7 +12,7 @@ import numpy as np
 
 from tff_idp.engine.fingerprint import run_fingerprint
 from tff_idp.harness.runner import folder_state, pending
-from tff_idp.harness.table import expand, load_table
+from tff_idp.harness.table import expand, load_table, unit_complete
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -589,9 +589,36 @@ def test_axis_panels_split_a_data_sets_columns_into_titled_panels(tmp_path, monk
                              "digits: (c) two": ["no complete run yet"]}
 
 
-def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
-    """Issue 34: --methods / --only restrict the array to those units; each array index is
-    still the unit's index in the whole table, which is what the task expands."""
+def test_axis_trains_one_column_into_the_whole_tables_folders_and_reports_it(table, tmp_path,
+                                                                             capfd, monkeypatch):
+    """``run --axis 2x``: only that column's runs, in the folders the whole table's command
+    resumes; ``report --axis 2x --report-dir`` reports that column alone; a choice that
+    selects no run is one line, exit 2, before anything is written."""
+    spec = load_table(str(table))
+    table1 = ROOT / "runs" / "idp_fedavg" / "fmnist-table1.toml"    # 0-0-0 runs P-FedAvg only
+    empty = _run_here([str(table1), "--scale", "paper", "--quiet", "--axis", "0-0-0",
+                       "--methods", "idp_sample", "--output-dir", str(tmp_path / "none")],
+                      capfd, monkeypatch)
+    assert empty.returncode == 2 and empty.stderr.count("\n") == 1, empty.stderr
+    assert "--axis='0-0-0' --methods='idp_sample': together select no run" in empty.stderr
+    assert not (tmp_path / "none").exists()
+    done = _run_here([str(table), "--scale", "smoke", "--quiet", "--axis", "2x", "--methods",
+                      "p_fedavg", "--no-report"], capfd, monkeypatch)
+    assert done.returncode == 0, done.stderr
+    made = {u.label for u in expand(spec, "smoke") if unit_complete(u)}
+    assert made == {"digits/2x/p_fedavg/seed0"}
+    out = tmp_path / "rep"
+    rep = _run(["tff_idp.report", str(table), "--scale", "smoke", "--axis", "2x",
+                "--report-dir", str(out)])
+    assert rep.returncode == 0, rep.stderr[-1500:]
+    head = next(l for l in (out / "report.md").read_text().splitlines() if l.startswith("| Dataset"))
+    assert head == "| Dataset | Method | 2x |", head
+
+
+def test_slurm_submit_takes_only_axis_and_methods_with_whole_table_indices(table):
+    """Issue 34: --methods / --only (and --axis) restrict the array to those units; each
+    array index is still the unit's index in the whole table, which is what the task
+    expands."""
     whole = expand(load_table(str(table)), "smoke")
     want = [i for i, u in enumerate(whole) if u.method == "dp_fedavg"]
     sub = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
@@ -599,6 +626,12 @@ def test_slurm_submit_takes_only_and_methods_with_whole_table_indices(table):
     assert sub.returncode == 0, sub.stderr[-1500:]
     array = next(l for l in sub.stdout.splitlines() if l.startswith("#SBATCH --array="))
     assert len(want) == 2 and array == "#SBATCH --array=" + ",".join(map(str, want)), array
+    col = [i for i, u in enumerate(whole) if u.method == "dp_fedavg" and u.column == "2x"]
+    sub = _run(["tff_idp.slurm", "submit", str(table), "--scale", "smoke", "--dry-run",
+                "--methods", "dp_fedavg", "--axis", "2X"])
+    assert sub.returncode == 0, sub.stderr[-1500:]
+    array = next(l for l in sub.stdout.splitlines() if l.startswith("#SBATCH --array="))
+    assert len(col) == 1 and array == f"#SBATCH --array={col[0]}", array
     helptext = _run(["tff_idp.slurm", "--help"]).stdout
     assert "(default 4)" in helptext and "(default 32G)" in helptext
 

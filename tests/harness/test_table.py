@@ -226,6 +226,42 @@ def test_methods_reaches_the_methods_a_column_names_of_its_own():
     assert pfa and {u.method for u in pfa} == {"pfa"}
 
 
+def test_axis_restricts_a_table_to_some_columns_in_the_whole_tables_folders():
+    """--axis: paper 004's Table I on FMNIST, the two columns still to train, in the whole
+    table's folders and with their own methods; labels in any case, the figure's panels cut
+    to the chosen labels; an unknown label, a table without an axis, and a choice that
+    leaves no run are one-line errors."""
+    from tff_idp.config import ConfigError
+    from tff_idp.harness.table import check_selected, only_axis, only_methods
+    spec = load_table(str(ROOT / "runs" / "idp_fedavg" / "fmnist-table1.toml"))
+    two = only_axis(spec, "100-0-0, 54-37-9")
+    assert two.axis.labels == ["54-37-9", "100-0-0"]          # the table's order
+    assert spec.axis.labels == ["0-0-0", "0-0-100", "34-43-23", "54-37-9", "100-0-0"]
+    units = expand(two, "paper")
+    whole = {u.label: u.folder for u in expand(spec, "paper")}
+    assert {u.column for u in units} == {"54-37-9", "100-0-0"}
+    assert all(whole[u.label] == u.folder for u in units)
+    assert len(units) == len([x for x in whole if "/54-37-9/" in x or "/100-0-0/" in x]) == 12
+    assert {u.method for u in units if u.column == "100-0-0"} == {"idp_fedavg"}
+    assert two.axis.panels == {"non-private, all at eps 3, all at eps 1": ["100-0-0"],
+                               "54-37-9": ["54-37-9"]}
+    assert only_axis(spec, "54-37-9").axis.panels == {"54-37-9": ["54-37-9"]}
+    assert [u.label for u in expand(only_axis(spec, "0-0-0"), "paper")] == [
+        f"FMNIST/0-0-0/p_fedavg/seed{k}" for k in range(3)]
+    assert only_axis(spec, None) is spec
+    with pytest.raises(ConfigError, match="--axis='1x': not a label of idp004-fmnist-table1's "
+                       r"\[axis\]; choose from 0-0-0, 0-0-100, 34-43-23, 54-37-9, 100-0-0$"):
+        only_axis(spec, "54-37-9,1x")
+    with pytest.raises(ConfigError, match="--axis='1x': gdpfed-table2 has no"):
+        only_axis(load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml")), "1x")
+    none = only_methods(only_axis(spec, "0-0-0"), "idp_sample")
+    check_selected(two, units, {"--axis": "54-37-9,100-0-0", "--methods": None})
+    with pytest.raises(ConfigError, match="^--axis='0-0-0' --methods='idp_sample': together "
+                       "select no run of idp004-fmnist-table1"):
+        check_selected(none, expand(none, "paper"), {"--only": None, "--axis": "0-0-0",
+                                                     "--methods": "idp_sample"})
+
+
 def test_seeds_restricts_a_table_to_some_seeds_in_the_whole_tables_folders():
     from tff_idp.config import ConfigError
     from tff_idp.harness.table import only_datasets, only_seeds

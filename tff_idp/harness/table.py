@@ -204,6 +204,34 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
                                                if k in labels})
 
 
+def only_axis(spec: TableSpec, labels: Optional[str]) -> TableSpec:
+    """The table restricted to the labels in ``labels`` of its ``[axis]`` (comma-separated,
+    e.g. ``"0.5x,1.0x"`` or ``"54-37-9"``; any case), in the table's order: the axis keeps
+    those values alone (a figure panel keeps its chosen labels; one with none is dropped),
+    and every unit keeps its whole table's folder. ``None`` keeps them all; an unknown label,
+    or any label for a table without an axis, is a one-line ConfigError."""
+    if labels is None:
+        return spec
+    a = spec.axis
+    if a is None:
+        _fail("--axis", labels, f"{spec.name} has no [axis]; its cells are chosen with --only "
+              "(data sets) and --methods")
+    by_case = {x.lower(): x for x in a.labels}
+    chosen = [by_case.get(x.strip().lower(), x.strip()) for x in labels.split(",") if x.strip()]
+    for label in chosen or [labels]:
+        if label not in a.labels:
+            _fail("--axis", label, f"not a label of {spec.name}'s [axis]; choose from "
+                  f"{', '.join(a.labels)}")
+    keep = [i for i, label in enumerate(a.labels) if label in chosen]
+    panels = None
+    if a.panels is not None:
+        panels = {title: [x for x in labs if x in chosen] for title, labs in a.panels.items()}
+        panels = {title: labs for title, labs in panels.items() if labs} or None
+    axis = dataclasses.replace(a, labels=[a.labels[i] for i in keep],
+                               values=[a.values[i] for i in keep], panels=panels)
+    return dataclasses.replace(spec, axis=axis)
+
+
 def only_methods(spec: TableSpec, methods: Optional[str]) -> TableSpec:
     """The table restricted to the methods in ``methods`` (comma-separated registry keys,
     e.g. ``"gdpfed_plus,dp_fedavg"``, run in that order); ``None`` keeps them all. A method
@@ -235,6 +263,17 @@ def only_seeds(spec: TableSpec, seeds: Optional[str]) -> TableSpec:
             _fail("--seeds", seeds, f"seed {item} given twice")
         chosen.append(int(item))
     return dataclasses.replace(spec, seed_subset=tuple(chosen))
+
+
+def check_selected(spec: TableSpec, units: List[Unit], chosen: Dict[str, Optional[str]]) -> None:
+    """A one-line ConfigError when the flags in ``chosen`` ({"--axis": "0-0-0", ...}, None
+    where not given) leave no unit of the table: e.g. a method with a column that does not
+    run it (paper 004's non-private column runs P-FedAvg alone)."""
+    given = {flag: value for flag, value in chosen.items() if value is not None}
+    if given and not units:
+        flags = " ".join(f"{flag}={value!r}" for flag, value in given.items())
+        raise ConfigError(f"{flags}: together select no run of {spec.name} (a column may run "
+                          "its own methods: the config's [axis] values)")
 
 
 def is_table(path: str) -> bool:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..atomic import check_writable_dir
 from ..config import ConfigError
-from ..harness.table import (expand, load_table, only_datasets, only_methods, require_scale,
-                             unit_complete, with_overrides)
+from ..harness.table import (expand, load_table, only_axis, only_datasets, only_methods,
+                             require_scale, unit_complete, with_overrides)
 from .document import main_table, report_dir, write_report
 from .figures import plot_convergence
 from .runs import CURVES, cells_from_curves
@@ -49,6 +49,8 @@ def main(argv=None) -> int:
                    help="where the runs' results are (default the table's output_dir)")
     p.add_argument("--only", default=None, metavar="LABELS",
                    help="only these data-set labels (comma-separated, e.g. FMNIST)")
+    p.add_argument("--axis", default=None, metavar="LABELS",
+                   help="only these labels of the table's [axis] (comma-separated, e.g. 0.5x)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="the runs made with run's --set (repeatable; --backend and --device "
                    "are given as --set backend=... here)")
@@ -131,11 +133,12 @@ def _committed(args, spec) -> str:
 
 
 def _run_command(args) -> str:
-    """The ``run`` command that trains the runs this report asks for (its --only, --methods
-    and --set included)."""
+    """The ``run`` command that trains the runs this report asks for (its --only, --axis,
+    --methods and --set included)."""
     import shlex
     words = ["python", "-m", "tff_idp.run", args.table, "--scale", args.scale]
-    for flag, value in (("--only", args.only), ("--methods", args.methods)):
+    for flag, value in (("--only", args.only), ("--axis", args.axis),
+                        ("--methods", args.methods)):
         if value:
             words += [flag, value]
     for item in args.overrides:
@@ -147,7 +150,7 @@ def _report(args) -> int:
     """``main`` after its arguments: validate, collect, write (and archive)."""
     try:
         spec = only_methods(only_datasets(load_table(args.table), args.only), args.methods)
-        spec = with_overrides(spec, args.overrides)
+        spec = with_overrides(only_axis(spec, args.axis), args.overrides)
         if args.scale is None and spec.kind != "train":    # computed: no scale of runs
             args.scale = "paper"
         args.scale = require_scale(args.scale)
