@@ -3,6 +3,7 @@ array script and its task logic, and report rendering."""
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,10 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     victim = units[1].folder
     shutil.move(str(victim), str(victim) + ".partial")
     assert folder_state(units[1]) in ("running", "stalled") and len(pending(units)) == 1
-    third = _run(["tff_idp.run", str(table), "--scale", "smoke", "--quiet", "--jobs", "2"])
+    third = _run(["tff_idp.run", str(table), "--scale", "smoke", "--jobs", "2"])
     assert third.returncode == 0 and "4 runs, 3 complete, 1 to run" in third.stderr
+    # the bar names the worker's unit and its round (heartbeats): no round bar of its own
+    assert re.search(re.escape(units[1].label) + r" (starting|round [0-3]/3)", third.stderr)
     assert not pending(units)
     # --force retrains the selected complete runs (one run of the table saved: this was a
     # test of its own, which trained the whole table first, until the suite outgrew 20
@@ -613,6 +616,19 @@ def test_axis_trains_one_column_into_the_whole_tables_folders_and_reports_it(tab
     assert rep.returncode == 0, rep.stderr[-1500:]
     head = next(l for l in (out / "report.md").read_text().splitlines() if l.startswith("| Dataset"))
     assert head == "| Dataset | Method | 2x |", head
+
+
+def test_the_bar_of_worker_processes_names_each_running_units_round(table):
+    from tff_idp.engine.checkpoint import write_heartbeat
+    from tff_idp.harness.runner import rounds_of
+    units = expand(load_table(str(table)), "smoke")[:2]
+    partial = units[0].folder.with_name(units[0].folder.name + ".partial")
+    partial.mkdir(parents=True)
+    write_heartbeat(partial, 2, 0.5)
+    assert rounds_of(units) == (f"{units[0].label} round 2/{units[0].cfg.rounds}, "
+                                f"{units[1].label} starting")
+    (partial / "heartbeat.json").write_text("{not json")
+    assert rounds_of(units[:1]) == f"{units[0].label} starting"
 
 
 def test_slurm_submit_takes_only_axis_and_methods_with_whole_table_indices(table):

@@ -167,7 +167,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
     index = {u.label: i for i, u in enumerate(expand(whole, scale, output_dir))}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.setdefault("OMP_NUM_THREADS", "1")
-    queue, running, stopped, told = list(todo), [], 0, set()
+    queue, running, stopped, told, shown = list(todo), [], 0, set(), 0.0
     try:
         while running or (queue and stop.signum is None):
             while queue and len(running) < jobs and stop.signum is None:
@@ -185,6 +185,9 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
                         proc.send_signal(signal.SIGTERM)      # once: a second stops at once
                         told.add(proc.pid)
             time.sleep(0.2)
+            if time.monotonic() - shown > 2.0:
+                bar.set_postfix_str(rounds_of([u for u, _, _ in running]), refresh=True)
+                shown = time.monotonic()
             for item in [r for r in running if r[1].poll() is not None]:
                 running.remove(item)
                 unit, proc, log = item
@@ -205,6 +208,19 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
         bar.close()
         print(_stop_line(todo, stopped, len(queue), stop.signum), file=sys.stderr)
         raise SystemExit(stop.exit_status)
+
+
+def rounds_of(units: List[Unit]) -> str:
+    """Where running units are, from their heartbeats ("FMNIST/100-0-0/idp_fedavg/seed0
+    round 103/420, ..."; "starting" before a unit's first round): the progress bar's postfix
+    when the units run in worker processes, whose own round bars are not shown."""
+    where = []
+    for u in units:
+        beat = read_heartbeat(u.folder.with_name(u.folder.name + ".partial")) or {}
+        done = beat.get("rounds_done")
+        where.append(f"{u.label} " + (f"round {done}/{u.cfg.rounds}" if isinstance(done, int)
+                                      else "starting"))
+    return ", ".join(where)
 
 
 def folder_state(unit: Unit) -> str:
