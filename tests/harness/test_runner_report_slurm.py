@@ -59,7 +59,8 @@ def test_run_skips_complete_reruns_only_what_is_missing_and_force_retrains(table
     third = _run(["tff_idp.run", str(table), "--scale", "smoke", "--jobs", "2"])
     assert third.returncode == 0 and "4 runs, 3 complete, 1 to run" in third.stderr
     # the bar names the worker's unit and its round (heartbeats): no round bar of its own
-    assert re.search(re.escape(units[1].label) + r" (starting|round [0-3]/3)", third.stderr)
+    assert re.search(re.escape(units[1].label) + r" (starting|round [0-2]/2 ~\d+ (s|min) left)",
+                     third.stderr)
     assert not pending(units)
     # --force retrains the selected complete runs (one run of the table saved: this was a
     # test of its own, which trained the whole table first, until the suite outgrew 20
@@ -624,9 +625,14 @@ def test_the_bar_of_worker_processes_names_each_running_units_round(table):
     units = expand(load_table(str(table)), "smoke")[:2]
     partial = units[0].folder.with_name(units[0].folder.name + ".partial")
     partial.mkdir(parents=True)
-    write_heartbeat(partial, 2, 0.5)
-    assert rounds_of(units) == (f"{units[0].label} round 2/{units[0].cfg.rounds}, "
+    write_heartbeat(partial, 1, 150.0)             # smoke: 2 rounds; 1 left at 150 s
+    assert units[0].cfg.rounds == 2
+    assert rounds_of(units) == (f"{units[0].label} round 1/2 ~3 min left, "
                                 f"{units[1].label} starting")
+    write_heartbeat(partial, 1, 40.2)
+    assert rounds_of(units[:1]) == f"{units[0].label} round 1/2 ~41 s left"
+    write_heartbeat(partial, 0, 7300.0)
+    assert rounds_of(units[:1]) == f"{units[0].label} round 0/2 ~4.1 h left"
     (partial / "heartbeat.json").write_text("{not json")
     assert rounds_of(units[:1]) == f"{units[0].label} starting"
 

@@ -9,6 +9,7 @@ traceback in its ``.partial`` folder; the others go on, and the exit status is 1
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -185,10 +186,11 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
                         proc.send_signal(signal.SIGTERM)      # once: a second stops at once
                         told.add(proc.pid)
             time.sleep(0.2)
-            if time.monotonic() - shown > 2.0:
+            if time.monotonic() - shown > 2.0:        # the running units' rounds
                 bar.set_postfix_str(rounds_of([u for u, _, _ in running]), refresh=True)
                 shown = time.monotonic()
             for item in [r for r in running if r[1].poll() is not None]:
+                shown = 0.0                            # shown again with the next units
                 running.remove(item)
                 unit, proc, log = item
                 log.seek(0)
@@ -204,6 +206,7 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
         for _, proc, _ in running:                   # a second signal: stop them now
             if proc.poll() is None:
                 proc.kill()
+        bar.set_postfix_str("")
     if stop.signum is not None:
         bar.close()
         print(_stop_line(todo, stopped, len(queue), stop.signum), file=sys.stderr)
@@ -212,15 +215,30 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
 
 def rounds_of(units: List[Unit]) -> str:
     """Where running units are, from their heartbeats ("FMNIST/100-0-0/idp_fedavg/seed0
-    round 103/420, ..."; "starting" before a unit's first round): the progress bar's postfix
-    when the units run in worker processes, whose own round bars are not shown."""
+    round 103/420 ~27 min left, ...": the rounds left at the last round's time, evaluation
+    included; "starting" before a unit's first round): the progress bar's postfix when the
+    units run in worker processes, whose own round bars are not shown."""
     where = []
     for u in units:
         beat = read_heartbeat(u.folder.with_name(u.folder.name + ".partial")) or {}
-        done = beat.get("rounds_done")
-        where.append(f"{u.label} " + (f"round {done}/{u.cfg.rounds}" if isinstance(done, int)
-                                      else "starting"))
+        done, took = beat.get("rounds_done"), beat.get("round_seconds")
+        if not isinstance(done, int):
+            where.append(f"{u.label} starting")
+            continue
+        left = ""
+        if isinstance(took, (int, float)) and math.isfinite(took) and took >= 0:
+            left = f" ~{_duration(max(u.cfg.rounds - done, 0) * took)} left"
+        where.append(f"{u.label} round {done}/{u.cfg.rounds}{left}")
     return ", ".join(where)
+
+
+def _duration(seconds: float) -> str:
+    """"40 s", "27 min" or "3.2 h"."""
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 2 * 3600:
+        return f"{math.ceil(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def folder_state(unit: Unit) -> str:
