@@ -60,6 +60,10 @@ def parse_args(argv):
                    help="table configs (required): smoke, laptop or paper")
     p.add_argument("--jobs", type=int, default=1,
                    help="table configs: runs in parallel worker processes")
+    p.add_argument("--dry-run", action="store_true",
+                   help="table configs: say which runs are complete, would be copied or would "
+                   "train (and from which round), and how long those would take here and on a "
+                   "GPU; nothing is trained or written")
     p.add_argument("--no-report", action="store_true",
                    help="table configs: do not write the report at the end")
     p.add_argument("--only", default=None, metavar="LABELS",
@@ -253,7 +257,8 @@ def _main(argv, stop) -> int:
                 ("report_dir", args.report_dir),
                 ("scale", args.scale),
                 ("jobs", None if args.jobs == 1 else args.jobs),
-                ("no_report", args.no_report or None)) if v is not None]
+                ("no_report", args.no_report or None),
+                ("dry_run", args.dry_run or None)) if v is not None]
             if table_only:
                 raise ConfigError(f"{table_only[0]}: a flag of table configs; "
                                   f"{args.config or 'the default'} is an experiment config "
@@ -352,8 +357,16 @@ def _run_table(args, stop) -> int:
                 to_train = units if args.force else still_to_train(
                     spec, args.scale, pending(units), args.output_dir)
                 check_data(to_train)
-                if any(u.cfg.device == "gpu" for u in to_train):
+                if any(u.cfg.device == "gpu" for u in to_train) and not args.dry_run:
                     select_device("gpu")        # one line when there is no GPU here
+            if args.dry_run:
+                if spec.kind != "train":
+                    raise ConfigError(f"--dry-run: {args.config} is a computed table "
+                                      f"(kind {spec.kind!r}), nothing to train")
+                from .harness.preview import preview
+                print(preview(spec, args.scale, units, args.output_dir, args.force,
+                              whole=expand(whole, args.scale, args.output_dir)))
+                return 0
             _stop_point(stop)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -158,6 +158,17 @@ def _set_aside(path: Path, why: str) -> None:
     print(f"{why}: starting over (set aside as {bad.name})", file=sys.stderr)
 
 
+def _read_checkpoint(path: Path):
+    """(arrays, meta, intact) of the checkpoint file at ``path``: its arrays, its meta data
+    without the checksum, and whether the checksum holds; raises on a file that does not
+    read as one."""
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    stored = meta.pop("sha256")
+    return arrays, meta, stored == _digest(arrays, meta)
+
+
 def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     """The checkpoint in ``folder`` made with ``fingerprint``, or None (none there, or one
     set aside: unreadable, checksum failed, another config). Returns {"rounds_done",
@@ -176,11 +187,7 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        meta = json.loads(str(arrays.pop("meta")))
-        stored = meta.pop("sha256")
-        intact = stored == _digest(arrays, meta)
+        arrays, meta, intact = _read_checkpoint(path)
     except Exception:  # noqa: BLE001 (a truncated or foreign file fails in many ways)
         _set_aside(path, "checkpoint unreadable")
         return None
@@ -203,6 +210,21 @@ def load_checkpoint(folder: Optional[Path], fingerprint: str) -> Optional[dict]:
             "rng": meta["rng"], "participation": arrays["participation"],
             "history": arrays["history"].tolist(), "rows": meta["rows"],
             "server_precision": arrays["server_precision"], "segments": meta.get("segments")}
+
+
+def checkpoint_round(folder: Path, fingerprint: str) -> Optional[int]:
+    """The round a run would resume from: that of the checkpoint in ``folder`` when it is a
+    regular file, reads, passes its checksum and was made with ``fingerprint``; else None.
+    Reads only (:func:`load_checkpoint` sets a bad one aside): for a dry run."""
+    path = Path(folder) / CHECKPOINT
+    if _non_regular(path) or not path.is_file():
+        return None
+    try:
+        _, meta, intact = _read_checkpoint(path)
+        return int(meta["rounds_done"]) if intact and meta["fingerprint"] == fingerprint \
+            else None
+    except Exception:  # noqa: BLE001 (as load_checkpoint: a damaged file fails in many ways)
+        return None
 
 
 HEARTBEAT = "heartbeat.json"

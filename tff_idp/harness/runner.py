@@ -227,12 +227,12 @@ def rounds_of(units: List[Unit]) -> str:
             continue
         left = ""
         if isinstance(took, (int, float)) and math.isfinite(took) and took >= 0:
-            left = f" ~{_duration(max(u.cfg.rounds - done, 0) * took)} left"
+            left = f" ~{duration_text(max(u.cfg.rounds - done, 0) * took)} left"
         where.append(f"{u.label} round {done}/{u.cfg.rounds}{left}")
     return ", ".join(where)
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """"40 s", "27 min" or "3.2 h"."""
     if seconds < 90:
         return f"{math.ceil(seconds)} s"
