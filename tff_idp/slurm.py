@@ -26,7 +26,7 @@ from typing import List
 
 from .config import ConfigError
 from .harness.reuse import reuse_equal_runs, still_to_train
-from .harness.runner import pending, units_by_state, write_units_list
+from .harness.runner import pending, rounds_of, units_by_state, write_units_list
 from .harness.table import (TableSpec, check_data, check_selected, expand, load_table,
                             only_axis, only_datasets, only_methods, require_scale,
                             unit_complete, with_overrides)
@@ -281,6 +281,8 @@ def main(argv=None) -> int:
         for k in ("failed", "stalled"):
             for u in states.get(k, []):
                 print(f"  {k}: {u.label} ({u.folder}.partial)")
+        for u in states.get("running", []):          # its round, from its heartbeat
+            print(f"  running: {rounds_of([u])}")
         return 0
     if args.command == "collect":
         from .report import write_report

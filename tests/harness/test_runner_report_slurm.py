@@ -276,7 +276,7 @@ def test_submit_refuses_a_table_whose_data_are_not_staged_a_dry_run_warns(tmp_pa
     assert "#SBATCH --array=" in dry.stdout and "tff_idp.harness.task" in dry.stdout
 
 
-def test_status_tells_running_from_stalled_by_the_heartbeat(table):
+def test_status_tells_running_from_stalled_by_the_heartbeat_and_says_the_round(table):
     import time
     spec = load_table(str(table))
     unit = expand(spec, "smoke")[0]
@@ -304,6 +304,10 @@ def test_status_tells_running_from_stalled_by_the_heartbeat(table):
         assert folder_state(unit) == "stalled", text
     os.utime(partial)                                   # the folder touched just now
     assert folder_state(unit) == "running"
+    beat.write_text(json.dumps({"time": time.time(), "rounds_done": 1, "round_seconds": 30.0}))
+    status = _run(["tff_idp.slurm", "status", str(table), "--scale", "smoke"])
+    assert status.returncode == 0, status.stderr[-1500:]    # which round, and the time left
+    assert f"  running: {unit.label} round 1/2 ~30 s left" in status.stdout.splitlines()
 
 
 def _fake_result(unit, accuracy, curve, timing=None, privacy=None):
