@@ -619,7 +619,8 @@ def test_axis_trains_one_column_into_the_whole_tables_folders_and_reports_it(tab
     rep = _run(["tff_idp.report", str(table), "--scale", "smoke", "--axis", "2x",
                 "--report-dir", str(out)])
     assert rep.returncode == 0, rep.stderr[-1500:]
-    head = next(l for l in (out / "report.md").read_text().splitlines() if l.startswith("| Dataset"))
+    lines = (out / "report.md").read_text().splitlines()
+    head = next(l for l in lines if l.startswith("| Dataset"))
     assert head == "| Dataset | Method | 2x |", head
 
 

@@ -265,7 +265,8 @@ def only_seeds(spec: TableSpec, seeds: Optional[str]) -> TableSpec:
     return dataclasses.replace(spec, seed_subset=tuple(chosen))
 
 
-def check_selected(spec: TableSpec, units: List[Unit], chosen: Dict[str, Optional[str]]) -> None:
+def check_selected(spec: TableSpec, units: List[Unit],
+                   chosen: Dict[str, Optional[str]]) -> None:
     """A one-line ConfigError when the flags in ``chosen`` ({"--axis": "0-0-0", ...}, None
     where not given) leave no unit of the table: e.g. a method with a column that does not
     run it (paper 004's non-private column runs P-FedAvg alone)."""
