@@ -214,7 +214,8 @@ def test_every_config_key_has_its_own_help_line():
 
 def test_list_shows_every_config_method_and_data_set(capsys, monkeypatch):
     """Issue 34: `python -m tff_idp.run --list` names every config under runs/ with its
-    title, every method with its line, and each data set with whether it is here."""
+    title (a table with the labels --only and --axis take), every method with its line,
+    and each data set with whether it is here."""
     from pathlib import Path
     from tff_idp.catalog import config_files
     from tff_idp.methods import METHODS
@@ -225,6 +226,11 @@ def test_list_shows_every_config_method_and_data_set(capsys, monkeypatch):
     configs = config_files("runs")
     assert len(configs) > 30 and all(f"  {p}  [" in out for p in configs)
     assert "GDPFed Table II: test accuracy" in out
+    # what chooses part of a table: its data sets (--only) and its axis labels (--axis)
+    table1 = out.split("  runs/idp_fedavg/fmnist-table1.toml  [table]\n", 1)[1]
+    table1 = table1.split("\n  runs/")[0]
+    assert "      --only: FMNIST; --axis: 0-0-0 | 0-0-100 | 34-43-23 | 54-37-9 | 100-0-0" in \
+        table1.splitlines()
     assert all(f"  {name} " in out and m.summary in out for name, m in METHODS.items())
     import re
     assert re.search(r"^  digits +here$", out, re.M)          # ships with scikit-learn

@@ -20,24 +20,40 @@ def config_files(runs_dir: str = "runs") -> List[Path]:
                   and p != root / "status.toml")
 
 
-def config_titles(runs_dir: Path) -> List[Tuple[str, str, str]]:
-    """(path, kind, title) of every config under ``runs_dir``: a table's ``[table] title``,
-    or an experiment config's first comment sentence."""
+def config_titles(runs_dir: Path) -> List[Tuple[str, str, str, str]]:
+    """(path, kind, title, parts) of every config under ``runs_dir``: a table's ``[table]
+    title`` and the labels that choose part of it (``--only`` its data sets, ``--axis`` its
+    swept key's values), or an experiment config's first comment sentence and ""."""
     out = []
     for path in config_files(str(runs_dir)):
         text = path.read_text()
         try:
-            table = toml_text.loads(text).get("table")
+            raw = toml_text.loads(text)
         except (tomllib.TOMLDecodeError, RecursionError):
-            out.append((str(path), "?", "malformed TOML"))
+            out.append((str(path), "?", "malformed TOML", ""))
             continue
+        table = raw.get("table")
         if table is not None:
-            out.append((str(path), "table", str(table.get("title", ""))))
+            out.append((str(path), "table", str(table.get("title", "")), _parts(raw)))
             continue
         comment = " ".join(line.lstrip("# ").strip() for line in text.splitlines()
                            if line.startswith("#"))
-        out.append((str(path), "run", comment.split(". ")[0].rstrip(".")))
+        out.append((str(path), "run", comment.split(". ")[0].rstrip("."), ""))
     return out
+
+
+def _parts(raw: dict) -> str:
+    """"--only: A | B; --axis: x | y" of a table's raw TOML (what is there of it; a label
+    may hold commas and spaces, hence the bars)."""
+    parts = []
+    datasets = raw.get("datasets")
+    if isinstance(datasets, dict) and datasets:
+        parts.append("--only: " + " | ".join(map(str, datasets)))
+    axis = raw.get("axis")
+    labels = axis.get("labels") if isinstance(axis, dict) else None
+    if isinstance(labels, list) and labels:
+        parts.append("--axis: " + " | ".join(map(str, labels)))
+    return "; ".join(parts)
 
 
 def data_set_states():
@@ -57,11 +73,14 @@ def listing(runs_dir: Path, width: int = 100) -> str:
     from .methods import METHODS
     from .methods.registry import BROKEN_PLUGINS
     lines = [f"configs under {runs_dir}/ (python -m tff_idp.run CONFIG; a table also needs "
-             "--scale smoke|laptop|paper):"]
-    for path, kind, title in config_titles(runs_dir):
+             "--scale smoke|laptop|paper, and --only / --axis choose part of it: "
+             "comma-separated labels):"]
+    for path, kind, title, parts in config_titles(runs_dir):
         lines.append(f"  {path}  [{kind}]")
         lines += textwrap.wrap(title, width, initial_indent=" " * 6,
                                subsequent_indent=" " * 6, max_lines=2, placeholder=" ...")
+        lines += textwrap.wrap(parts, width, initial_indent=" " * 6,
+                               subsequent_indent=" " * 8, max_lines=2, placeholder=" ...")
     lines += ["", "methods (--set 'methods=[\"NAME\", ...]'):"]
     for name, method in METHODS.items():
         lines.append(_row(f"  {name}", method.summary, 16, width))

@@ -250,8 +250,14 @@ def test_axis_restricts_a_table_to_some_columns_in_the_whole_tables_folders():
         f"FMNIST/0-0-0/p_fedavg/seed{k}" for k in range(3)]
     assert only_axis(spec, None) is spec
     with pytest.raises(ConfigError, match="--axis='1x': not a label of idp004-fmnist-table1's "
-                       r"\[axis\]; choose from 0-0-0, 0-0-100, 34-43-23, 54-37-9, 100-0-0$"):
+                       r"\[axis\]; choose from 0-0-0 \| 0-0-100 \| 34-43-23 \| 54-37-9 \| "
+                       "100-0-0$"):
         only_axis(spec, "54-37-9,1x")
+    # labels that hold commas themselves (fmnist-readings.toml's), two of them in one --axis
+    readings = load_table(str(ROOT / "runs" / "gdpfed" / "ablations" / "fmnist-readings.toml"))
+    both = [x for x in readings.axis.labels if "," in x][:2]
+    assert len(both) == 2
+    assert only_axis(readings, ",".join(both).upper()).axis.labels == both
     with pytest.raises(ConfigError, match="--axis='1x': gdpfed-table2 has no"):
         only_axis(load_table(str(ROOT / "runs" / "gdpfed" / "table2.toml")), "1x")
     none = only_methods(only_axis(spec, "0-0-0"), "idp_sample")

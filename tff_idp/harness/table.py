@@ -194,14 +194,32 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
     ``"FMNIST"``); ``None`` keeps them all. An unknown label is a one-line ConfigError."""
     if only is None:
         return spec
-    by_case = {k.lower(): k for k in spec.datasets}       # --only fmnist means FMNIST
-    labels = [by_case.get(x.strip().lower(), x.strip()) for x in only.split(",") if x.strip()]
-    for label in labels or [only]:
-        if label not in spec.datasets:
-            _fail("--only", label, f"no such data set in {spec.name}; choose from "
-                  f"{', '.join(spec.datasets)}")
+    labels = split_labels(only, list(spec.datasets))       # --only fmnist means FMNIST
+    if isinstance(labels, str) or not labels:
+        _fail("--only", labels or only, f"no such data set in {spec.name}; choose from "
+              f"{', '.join(spec.datasets)}")
     return dataclasses.replace(spec, datasets={k: v for k, v in spec.datasets.items()
                                                if k in labels})
+
+
+def split_labels(text: str, labels: List[str]):
+    """The labels named in ``text``, comma-separated and in any case, where a label may hold
+    commas itself ("GDPFed, omega on group means (normalized)"): at each place the longest
+    run of comma-separated pieces that is a label is taken. A piece that starts no label
+    comes back alone, as a string, for the error line."""
+    by_case = {x.lower(): x for x in labels}
+    parts, out, i = text.split(","), [], 0
+    while i < len(parts):
+        if not parts[i].strip():
+            i += 1
+            continue
+        j = next((j for j in range(len(parts), i, -1)
+                  if ",".join(parts[i:j]).strip().lower() in by_case), None)
+        if j is None:
+            return parts[i].strip()
+        out.append(by_case[",".join(parts[i:j]).strip().lower()])
+        i = j
+    return out
 
 
 def only_axis(spec: TableSpec, labels: Optional[str]) -> TableSpec:
@@ -216,12 +234,10 @@ def only_axis(spec: TableSpec, labels: Optional[str]) -> TableSpec:
     if a is None:
         _fail("--axis", labels, f"{spec.name} has no [axis]; its cells are chosen with --only "
               "(data sets) and --methods")
-    by_case = {x.lower(): x for x in a.labels}
-    chosen = [by_case.get(x.strip().lower(), x.strip()) for x in labels.split(",") if x.strip()]
-    for label in chosen or [labels]:
-        if label not in a.labels:
-            _fail("--axis", label, f"not a label of {spec.name}'s [axis]; choose from "
-                  f"{', '.join(a.labels)}")
+    chosen = split_labels(labels, a.labels)
+    if isinstance(chosen, str) or not chosen:
+        _fail("--axis", chosen or labels, f"not a label of {spec.name}'s [axis]; choose from "
+              f"{' | '.join(a.labels)}")
     keep = [i for i, label in enumerate(a.labels) if label in chosen]
     panels = None
     if a.panels is not None:
