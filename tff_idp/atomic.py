@@ -75,6 +75,18 @@ class FolderLock:
 STALE_EMPTY_LOCK_SECONDS = 10.0   # a lock naming nobody is being written, or was abandoned
 
 
+def lock_holder(path: Path) -> str:
+    """Who holds ``path``'s :class:`FolderLock`, as "host:pid", or "": no lock, one that
+    names nobody, or one a dead process of this host left (what ``FolderLock`` would take
+    over). A process of another host counts as holding it, as there. Reads only."""
+    lock = Path(path).with_name(Path(path).name + ".lock")
+    holder = _read_holder(lock)
+    host, _, pid = holder.partition(":")
+    if not pid.isdigit() or (host == HOST and not _holds(int(pid), lock)):
+        return ""
+    return holder
+
+
 def _read_holder(lock: Path) -> str:
     """The lock's "host:pid", or "" when it names nobody. Only a regular file, not through a
     link, and its first kilobyte: a FIFO would block the reader, /dev/zero has no end."""

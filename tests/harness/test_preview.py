@@ -1,9 +1,12 @@
 """``run TABLE --dry-run`` (harness.preview): what is complete, copied or to train (from a
 checkpoint's round), and how long, reading only; and engine.checkpoint.checkpoint_round,
 the read-only peek it resumes from."""
-import numpy as np
-import pytest
+import os
+import subprocess
 
+import numpy as np
+
+from tff_idp.atomic import HOST
 from tff_idp.engine import checkpoint as ck
 from tff_idp.engine.fingerprint import run_fingerprint
 from tff_idp.harness.table import expand, load_table
@@ -63,12 +66,26 @@ def test_dry_run_lists_what_would_train_from_where_and_how_long_writing_nothing(
     rows = {l.split()[0]: l for l in lines[4:7]}
     assert set(rows) == {"digits/1x/dp_fedavg/seed0", "digits/2x/p_fedavg/seed0",
                          "digits/2x/dp_fedavg/seed0"}
-    assert "from round 1 of 2" in rows["digits/2x/dp_fedavg/seed0"]
+    assert "from round 1 of 2 " in rows["digits/2x/dp_fedavg/seed0"]
+    assert "training now" not in out
     assert "2 rounds from the start" in rows["digits/2x/p_fedavg/seed0"]
     assert all(" ~" in row for row in rows.values())                # a time each
     assert lines[7].startswith("  here: ~") and "the 1 finished run kept on this kind of " \
         "machine" in lines[7]
     assert lines[-1].startswith("  on one NVIDIA RTX A6000: ~")
+    # a unit another live process holds the lock of is marked; a dead one's lock is not
+    lock = resumed.folder.with_name(resumed.folder.name + ".lock")
+    lock.write_text(f"{HOST}:{os.getpid()}\n")
+    assert run.main([str(table), "--scale", "smoke", "--dry-run"]) == 0
+    assert f"from round 1 of 2 (training now: {HOST}:{os.getpid()})" in capfd.readouterr().out
+    dead = subprocess.Popen(["true"])
+    dead.wait()                                  # a pid that has ended
+    lock.write_text(f"{HOST}:{dead.pid}\n")
+    assert run.main([str(table), "--scale", "smoke", "--dry-run"]) == 0
+    out = capfd.readouterr().out
+    assert "from round 1 of 2 " in out and "training now" not in out
+    lock.unlink()
+    before = _tree(root)
     # --force: every run from the start; --axis: its column only, timed by the whole table
     assert run.main([str(table), "--scale", "smoke", "--dry-run", "--force", "--axis",
                      "2x"]) == 0

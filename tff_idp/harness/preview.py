@@ -1,7 +1,8 @@
 """What ``python -m tff_idp.run TABLE --scale S --dry-run`` says before any work: which of
 the table's runs are complete, which an equal complete run stands in for (copied when the
 table runs: :mod:`harness.reuse`), which would train (from the start, or from the round of
-their checkpoint), and how long those would take:
+their checkpoint; one whose lock a live process holds is marked as training now), and how
+long those would take:
 
 * here, at the pace of the complete runs it can time: model FLOPs per second of wall time
   (training, evaluation and start-up; FLOPs by :func:`harness.cost.unit_cost`), over the
@@ -20,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..atomic import regular_file
+from ..atomic import lock_holder, regular_file
 from .table import Unit
 
 
@@ -100,6 +101,9 @@ def preview(spec, scale: str, units: List[Unit], output_dir: Optional[str] = Non
         gpu += share * c["gpu_seconds"]
         where = f"from round {start} of {u.cfg.rounds}" if start else \
             f"{u.cfg.rounds} rounds from the start"
+        holder = lock_holder(u.folder)
+        if holder:                                  # another process trains it now
+            where += f" (training now: {holder})"
         est = ""
         if rate:
             left += share * c["flops"] / rate
