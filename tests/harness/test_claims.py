@@ -49,6 +49,16 @@ def test_the_verdict_rule():
     pairs = [claims._pair(_unpaired([1, 2, 3]), _unpaired([11, 12, 13], 10), "increasing"),
              claims._pair(_unpaired([11, 12, 13]), _unpaired([5, 6, 7], 10), "increasing")]
     assert claims.verdict(pairs) == claims.FAILS
+    # a chain with a one-seed cell: that pair by its sign, the others by their SE (paper
+    # 004's Table I with 100-0-0 at one seed: +1.93 alone, -0.83 within 2 SE 4.31)
+    within = claims._pair(_unpaired([50, 51, 52]), _unpaired([49, 50, 51], 10), "increasing")
+    alone = claims._pair(_unpaired([50]), _unpaired([52], 10), "increasing")
+    clear = claims._pair(_unpaired([1, 2, 3]), _unpaired([11, 12, 13], 10), "increasing")
+    assert claims.verdict([alone, within]) == claims.REVERSED_WITHIN_NOISE + " (1 seed)"
+    assert claims.verdict([alone, clear]) == "holds (1 seed)"
+    assert claims.verdict([alone, pairs[1]]) == "does not hold (1 seed)"
+    below = claims._pair(_unpaired([52]), _unpaired([50], 10), "increasing")
+    assert claims.verdict([below, clear]) == "does not hold (1 seed)"
 
 
 def test_cells_with_the_same_seeds_are_compared_seed_by_seed():

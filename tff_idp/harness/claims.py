@@ -31,8 +31,9 @@ mean seed-by-seed difference when both cells ran the same seeds (a seed draws th
 check-ins, noise and data order: common random numbers), else sqrt(s_a^2 / n_a +
 s_b^2 / n_b) (sample standard deviations): every d > 2 SE: **holds**; every d > 0, some within
 2 SE: **holds on the means, within the seed noise**; some d < -2 SE: **does not hold**;
-otherwise **reversed on the means, within the seed noise**. With one seed there is no
-SE: the verdict says "(1 seed)". A cell with no complete run: **not run**.
+otherwise **reversed on the means, within the seed noise**. A pair with a cell of one seed
+has no SE: it is judged by its sign alone (d <= 0: does not hold), the other pairs as
+above, and the verdict says "(1 seed)". A cell with no complete run: **not run**.
 
 Nothing here imports TensorFlow.
 """
@@ -163,18 +164,17 @@ def _pair(a: Dict[int, float], b: Dict[int, float], order: str):
 def verdict(pairs: Sequence[tuple]) -> str:
     """The module docstring's rule over the consecutive pairs' (d, 2 SE) (a pair may carry
     more, e.g. :func:`_pair`'s seed-by-seed differences, which the rule does not read)."""
-    pairs = [(p[0], p[1]) for p in pairs]
-    one_seed = any(two_se is None for _, two_se in pairs)
-    if one_seed:
-        base = HOLDS if all(d > 0 for d, _ in pairs) else FAILS
-        return f"{base} (1 seed)"
-    if all(d > two_se for d, two_se in pairs):
-        return HOLDS
-    if any(d < -two_se for d, two_se in pairs):
-        return FAILS
-    if all(d > 0 for d, _ in pairs):
-        return HOLDS_WITHIN_NOISE
-    return REVERSED_WITHIN_NOISE
+    one_seed = [p[0] for p in pairs if p[1] is None]      # no SE: judged by the sign
+    timed = [(p[0], p[1]) for p in pairs if p[1] is not None]
+    if any(d < -two_se for d, two_se in timed) or any(d <= 0 for d in one_seed):
+        base = FAILS
+    elif all(d > two_se for d, two_se in timed):
+        base = HOLDS
+    elif all(d > 0 for d, _ in timed):
+        base = HOLDS_WITHIN_NOISE
+    else:
+        base = REVERSED_WITHIN_NOISE
+    return f"{base} (1 seed)" if one_seed else base
 
 
 def check(claims: List[Claim], cells: Dict[tuple, dict]) -> List[dict]:
