@@ -217,8 +217,8 @@ def test_sigterm_checkpoints_counts_stops_and_fails_after_the_cap(table, tmp_pat
     heartbeat = loop.write_heartbeat
 
     def stop_after_first_round(max_requeues):
-        def beat_then_stop(folder, rounds_done, seconds):
-            heartbeat(folder, rounds_done, seconds)
+        def beat_then_stop(folder, rounds_done, seconds, **mean):
+            heartbeat(folder, rounds_done, seconds, **mean)
             runtime.StopRequests._active.signum = signal.SIGTERM
         monkeypatch.setattr(loop, "write_heartbeat", beat_then_stop)
         capfd.readouterr()
@@ -232,6 +232,8 @@ def test_sigterm_checkpoints_counts_stops_and_fails_after_the_cap(table, tmp_pat
     assert (partial / "stops.txt").read_text().strip() == "1"
     assert (partial / "checkpoint.npz").exists()
     assert folder_state(unit) == "running"                       # its heartbeat is fresh
+    beat = json.loads((partial / "heartbeat.json").read_text())  # and holds the mean pace
+    assert beat["rounds_done"] == 1 and 0 < beat["mean_round_seconds"] < 600
     code, err = stop_after_first_round(0)
     assert code == 1, err
     assert (partial / "FAILED.txt").exists() and folder_state(unit) == "failed"
@@ -638,6 +640,8 @@ def test_the_bar_of_worker_processes_names_each_running_units_round(table):
     assert rounds_of(units[:1]) == f"{units[0].label} round 1/2 ~41 s left"
     write_heartbeat(partial, 0, 7300.0)
     assert rounds_of(units[:1]) == f"{units[0].label} round 0/2 ~4.1 h left"
+    write_heartbeat(partial, 1, 7300.0, mean_round_seconds=50.0)     # the mean when there
+    assert rounds_of(units[:1]) == f"{units[0].label} round 1/2 ~50 s left"
     (partial / "heartbeat.json").write_text("{not json")
     assert rounds_of(units[:1]) == f"{units[0].label} starting"
 

@@ -230,13 +230,18 @@ def checkpoint_round(folder: Path, fingerprint: str) -> Optional[int]:
 HEARTBEAT = "heartbeat.json"
 
 
-def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float) -> None:
+def write_heartbeat(folder: Path, rounds_done: int, round_seconds: float,
+                    mean_round_seconds: Optional[float] = None) -> None:
     """A small JSON in the run's partial folder after every round (when, which round, how
-    long it took, host and pid): ``harness.runner.folder_state`` tells a running unit from a
-    stalled one by it, and a failed run's record the round that raised."""
-    (folder / HEARTBEAT).write_text(json.dumps({
-        "time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
-        "host": socket.gethostname(), "pid": os.getpid()}))
+    long it took, the mean over this process's rounds so far, checkpoints included, host
+    and pid): ``harness.runner.folder_state`` tells a running unit from a stalled one by
+    it, ``harness.runner.rounds_of`` the time a run has left, and a failed run's record
+    the round that raised."""
+    beat = {"time": time.time(), "rounds_done": rounds_done, "round_seconds": round_seconds,
+            "host": socket.gethostname(), "pid": os.getpid()}
+    if mean_round_seconds is not None:
+        beat["mean_round_seconds"] = mean_round_seconds
+    (folder / HEARTBEAT).write_text(json.dumps(beat))
 
 
 def read_heartbeat(folder: Path) -> Optional[dict]:

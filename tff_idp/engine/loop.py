@@ -331,6 +331,7 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
     cfg = ctx.exp.cfg
     curve = curve_test_set(ctx.exp.data.x_test, ctx.exp.data.y_test, cfg.curve_test_examples,
                            cfg.seed)
+    began, done_here = None, 0               # this process's rounds, for the mean pace
     for rnd in ctx.bar:
         if ctx.stop.signum is not None:      # asked to stop during the set-up: no round run
             ctx.bar.close()
@@ -338,12 +339,16 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
                   "same command to go on", file=sys.stderr)
             raise SystemExit(ctx.stop.exit_status)
         t0 = time.perf_counter()
+        began = t0 if began is None else began
         row = round_step(ctx, state, rnd)
         check_finite_weights(ctx, state.runner.weights, rnd)
         _evaluate(ctx, state, rnd, row, curve)
         state.rows.append(row)
+        done_here += 1
         if ctx.checkpoint_dir is not None:   # for `slurm status`: this run is alive
-            write_heartbeat(Path(ctx.checkpoint_dir), rnd + 1, time.perf_counter() - t0)
+            now = time.perf_counter()
+            write_heartbeat(Path(ctx.checkpoint_dir), rnd + 1, now - t0,
+                            mean_round_seconds=(now - began) / done_here)
         every = cfg.checkpoint_every
         due = every and (rnd + 1) % every == 0
         if ctx.checkpoint_dir is not None and rnd + 1 < cfg.rounds and \

@@ -215,13 +215,16 @@ def _run_in_workers(spec, scale, todo, jobs, output_dir, watch: _Watch,
 
 def rounds_of(units: List[Unit]) -> str:
     """Where running units are, from their heartbeats ("FMNIST/100-0-0/idp_fedavg/seed0
-    round 103/420 ~27 min left, ...": the rounds left at the last round's time, evaluation
-    included; "starting" before a unit's first round): the progress bar's postfix when the
-    units run in worker processes, whose own round bars are not shown."""
+    round 103/420 ~27 min left, ...": the rounds left at the mean pace of the process's
+    rounds so far, evaluation and checkpoints included, or at the last round's time where
+    a heartbeat has no mean; "starting" before a unit's first round): the progress bar's
+    postfix when the units run in worker processes, whose own round bars are not shown, and
+    ``slurm status``'s running units."""
     where = []
     for u in units:
         beat = read_heartbeat(u.folder.with_name(u.folder.name + ".partial")) or {}
-        done, took = beat.get("rounds_done"), beat.get("round_seconds")
+        done = beat.get("rounds_done")
+        took = beat.get("mean_round_seconds", beat.get("round_seconds"))
         if not isinstance(done, int):
             where.append(f"{u.label} starting")
             continue
