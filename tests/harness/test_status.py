@@ -98,10 +98,11 @@ def test_claims_are_counted_by_their_exact_verdict():
                         {"claim": "w", "verdict": claims.FAILS}])
     assert status.claims_text(ev) == ("4 claims: 1 holds; 2 hold on the means within the seed "
                                       "noise; 1 does not hold (w)")
-    # the failing claims are named beside their own count, not after the last one
+    # the failing claims are named beside their own count, not after the last one, and
+    # one judged on a single seed says so
     ev = _evidence([], [{"claim": "w", "verdict": claims.FAILS + " (1 seed)"},
                         {"claim": "v", "verdict": claims.NOT_RUN}])
-    assert status.claims_text(ev) == "2 claims: 1 does not hold (w); 1 not run"
+    assert status.claims_text(ev) == "2 claims: 1 does not hold (w, 1 seed); 1 not run"
 
 
 def test_a_number_without_evidence_is_refused(tmp_path):
