@@ -644,6 +644,10 @@ def test_the_bar_of_worker_processes_names_each_running_units_round(table):
     assert rounds_of(units[:1]) == f"{units[0].label} round 1/2 ~50 s left"
     (partial / "heartbeat.json").write_text("{not json")
     assert rounds_of(units[:1]) == f"{units[0].label} starting"
+    (partial / "heartbeat.json").unlink()
+    (partial / "summary.json").write_text("{}")
+    partial.rename(units[0].folder)          # complete (renamed), its process not yet ended
+    assert rounds_of(units[:1]) == f"{units[0].label} done"
 
 
 def test_slurm_submit_takes_only_axis_and_methods_with_whole_table_indices(table):

@@ -217,7 +217,8 @@ def rounds_of(units: List[Unit]) -> str:
     """Where running units are, from their heartbeats ("FMNIST/100-0-0/idp_fedavg/seed0
     round 103/420 ~27 min left, ...": the rounds left at the mean pace of the process's
     rounds so far, evaluation and checkpoints included, or at the last round's time where
-    a heartbeat has no mean; "starting" before a unit's first round): the progress bar's
+    a heartbeat has no mean; "starting" before a unit's first round, "done" once its folder
+    is complete and its process has yet to end): the progress bar's
     postfix when the units run in worker processes, whose own round bars are not shown, and
     ``slurm status``'s running units."""
     where = []
@@ -225,8 +226,8 @@ def rounds_of(units: List[Unit]) -> str:
         beat = read_heartbeat(u.folder.with_name(u.folder.name + ".partial")) or {}
         done = beat.get("rounds_done")
         took = beat.get("mean_round_seconds", beat.get("round_seconds"))
-        if not isinstance(done, int):
-            where.append(f"{u.label} starting")
+        if not isinstance(done, int):       # no heartbeat yet, or none since it completed
+            where.append(f"{u.label} {'done' if is_complete(u.folder) else 'starting'}")
             continue
         left = ""
         if isinstance(took, (int, float)) and math.isfinite(took) and took >= 0:
