@@ -648,6 +648,8 @@ def test_the_bar_of_worker_processes_names_each_running_units_round(table):
     (partial / "summary.json").write_text("{}")
     partial.rename(units[0].folder)          # complete (renamed), its process not yet ended
     assert rounds_of(units[:1]) == f"{units[0].label} done"
+    partial.mkdir()                          # --force: trained again beside the complete one
+    assert rounds_of(units[:1]) == f"{units[0].label} starting"
 
 
 def test_slurm_submit_takes_only_axis_and_methods_with_whole_table_indices(table):

@@ -223,11 +223,13 @@ def rounds_of(units: List[Unit]) -> str:
     ``slurm status``'s running units."""
     where = []
     for u in units:
-        beat = read_heartbeat(u.folder.with_name(u.folder.name + ".partial")) or {}
+        partial = u.folder.with_name(u.folder.name + ".partial")
+        beat = read_heartbeat(partial) or {}
         done = beat.get("rounds_done")
         took = beat.get("mean_round_seconds", beat.get("round_seconds"))
         if not isinstance(done, int):       # no heartbeat yet, or none since it completed
-            where.append(f"{u.label} {'done' if is_complete(u.folder) else 'starting'}")
+            finished = is_complete(u.folder) and not partial.exists()    # (--force: a rerun)
+            where.append(f"{u.label} {'done' if finished else 'starting'}")
             continue
         left = ""
         if isinstance(took, (int, float)) and math.isfinite(took) and took >= 0:
