@@ -331,7 +331,7 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
     cfg = ctx.exp.cfg
     curve = curve_test_set(ctx.exp.data.x_test, ctx.exp.data.y_test, cfg.curve_test_examples,
                            cfg.seed)
-    began, done_here = None, 0               # this process's rounds, for the mean pace
+    began, done_here = time.perf_counter(), 0    # this process's rounds, for the mean pace
     for rnd in ctx.bar:
         if ctx.stop.signum is not None:      # asked to stop during the set-up: no round run
             ctx.bar.close()
@@ -339,7 +339,6 @@ def _rounds(ctx: RunContext, state: RunState) -> None:
                   "same command to go on", file=sys.stderr)
             raise SystemExit(ctx.stop.exit_status)
         t0 = time.perf_counter()
-        began = t0 if began is None else began
         row = round_step(ctx, state, rnd)
         check_finite_weights(ctx, state.runner.weights, rnd)
         _evaluate(ctx, state, rnd, row, curve)

@@ -30,10 +30,6 @@ ROWS = "rows.jsonl"               # the kept rounds' metrics, in an archived fai
 SUFFIX = ".failed"                # <run folder name> + SUFFIX: an archived failure record
 
 
-def _partial(unit) -> Path:
-    return unit.folder.with_name(unit.folder.name + ".partial")
-
-
 def _rows(path: Path) -> List[dict]:
     """The metrics rows of a rows file that parse (a line cut by a kill ends the list)."""
     rows = []
@@ -66,7 +62,7 @@ def failure_of_partial(unit) -> Optional[dict]:
     ``failed_in_round``: None when the run raised before its first round's heartbeat."""
     from ..engine.checkpoint import ROWS as CHECKPOINT_ROWS
     from ..engine.fingerprint import run_fingerprint
-    partial = _partial(unit)
+    partial = unit.partial
     try:
         text = regular_file(partial / FAILED).read_text(errors="replace")
     except OSError:

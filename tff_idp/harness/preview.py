@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from ..atomic import lock_holder, regular_file
 from .table import Unit
@@ -39,17 +39,14 @@ def _timed_run(folder: Path) -> Optional[dict]:
     return {"wall": float(wall), "kinds": kinds} if wall and wall > 0 else None
 
 
-def _pace(whole: List[Unit], roots: List[Path]) -> tuple:
+def _pace(whole: List[Unit], not_done: Set[str], found: Dict[str, Path]) -> tuple:
     """(FLOPs per second of wall time or None, how many runs it is over, the kinds of
     machine they ran on, whether that is this machine's kind, this machine's kind): over the
-    finished runs of ``whole`` (complete here, or an equal run found under ``roots``) made
-    on this kind of machine when there are any, else over all of them."""
+    finished runs of ``whole`` (complete here: not in ``not_done``, or an equal run
+    ``found`` elsewhere) made on this kind of machine when there are any, else over all of
+    them."""
     from ..engine.segments import cpu_model, kind
     from . import cost
-    from .reuse import equal_runs
-    from .runner import pending
-    not_done = {u.label for u in pending(whole)}
-    found = equal_runs([u for u in whole if u.label in not_done], roots)
     timed = []          # (FLOPs, wall seconds, kinds) of every finished run it can time
     for u in whole:
         folder = found.get(u.label, None if u.label in not_done else u.folder)
@@ -77,9 +74,13 @@ def preview(spec, scale: str, units: List[Unit], output_dir: Optional[str] = Non
     from . import cost
     from .reuse import equal_runs, search_roots
     from .runner import duration_text, pending
-    roots = search_roots(spec, scale, output_dir)
-    missing = list(units) if force else pending(units)
-    found: Dict[str, Path] = {} if force else equal_runs(missing, roots)
+    whole = units if whole is None else whole
+    not_done = {u.label for u in pending(whole)}      # the table's, read once: the choice's
+    found_all = equal_runs([u for u in whole if u.label in not_done],   # and the pace's
+                           search_roots(spec, scale, output_dir))
+    missing = list(units) if force else [u for u in units if u.label in not_done]
+    found = {} if force else {u.label: found_all[u.label] for u in missing
+                              if u.label in found_all}
     train = [u for u in missing if u.label not in found]
     lines = [f"{spec.name} at scale {scale}, dry run (nothing trained, copied or written): "
              f"{len(units)} runs",
@@ -90,12 +91,11 @@ def preview(spec, scale: str, units: List[Unit], output_dir: Optional[str] = Non
              f"  to train: {len(train)}"]
     if not train:
         return "\n".join(lines)
-    rate, timed, kinds, same, here = _pace(units if whole is None else whole, roots)
+    rate, timed, kinds, same, here = _pace(whole, not_done, found_all)
     left, gpu, rows = 0.0, 0.0, []
     for u in train:
         start = 0 if force else (checkpoint_round(
-            u.folder.with_name(u.folder.name + ".partial"),
-            run_fingerprint(u.cfg, u.method)) or 0)
+            u.partial, run_fingerprint(u.cfg, u.method)) or 0)
         share = max(u.cfg.rounds - start, 0) / u.cfg.rounds
         c = cost.unit_cost(u.cfg)
         gpu += share * c["gpu_seconds"]

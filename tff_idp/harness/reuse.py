@@ -71,8 +71,7 @@ def adopt(unit: Unit, source: Path) -> bool:
             shutil.copytree(source, tmp)
             (tmp / REUSED).write_text(json.dumps({"from": str(Path(source).resolve())}) + "\n")
             os.replace(tmp, unit.folder)
-            shutil.rmtree(unit.folder.with_name(unit.folder.name + ".partial"),
-                          ignore_errors=True)
+            shutil.rmtree(unit.partial, ignore_errors=True)
             return True
     except FolderLocked:
         return False

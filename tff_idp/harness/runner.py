@@ -43,7 +43,7 @@ def run_unit(unit: Unit, progress: bool = False):
 def run_unit_recording_failure(unit: Unit, progress: bool = False) -> Optional[str]:
     """Run a unit; on an exception write ``FAILED.txt`` into its partial folder and return
     the last line of the error (None on success)."""
-    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    partial = unit.partial
     try:
         run_unit(unit, progress)
         return None
@@ -223,7 +223,7 @@ def rounds_of(units: List[Unit]) -> str:
     ``slurm status``'s running units."""
     where = []
     for u in units:
-        partial = u.folder.with_name(u.folder.name + ".partial")
+        partial = u.partial
         beat = read_heartbeat(partial) or {}
         done = beat.get("rounds_done")
         took = beat.get("mean_round_seconds", beat.get("round_seconds"))
@@ -255,7 +255,7 @@ def folder_state(unit: Unit) -> str:
         return "done"
     if is_complete(unit.folder):
         return "stale"
-    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    partial = unit.partial
     if not partial.exists():
         return "pending"
     if (partial / FAILED).exists():

@@ -81,6 +81,12 @@ class Unit:
         return "/".join(x for x in (self.dataset, self.column, self.method, f"seed{self.seed}")
                         if x)
 
+    @property
+    def partial(self) -> Path:
+        """The folder the run trains in until it completes (``atomic``: renamed to
+        :attr:`folder` then): its checkpoint, heartbeat, lock-guarded state."""
+        return self.folder.with_name(self.folder.name + ".partial")
+
 
 @dataclasses.dataclass
 class TableSpec:
@@ -194,19 +200,19 @@ def only_datasets(spec: TableSpec, only: Optional[str]) -> TableSpec:
     ``"FMNIST"``); ``None`` keeps them all. An unknown label is a one-line ConfigError."""
     if only is None:
         return spec
-    labels = split_labels(only, list(spec.datasets))       # --only fmnist means FMNIST
-    if isinstance(labels, str) or not labels:
-        _fail("--only", labels or only, f"no such data set in {spec.name}; choose from "
+    labels, unknown = split_labels(only, list(spec.datasets))  # --only fmnist means FMNIST
+    if unknown is not None or not labels:
+        _fail("--only", unknown or only, f"no such data set in {spec.name}; choose from "
               f"{', '.join(spec.datasets)}")
     return dataclasses.replace(spec, datasets={k: v for k, v in spec.datasets.items()
                                                if k in labels})
 
 
-def split_labels(text: str, labels: List[str]):
-    """The labels named in ``text``, comma-separated and in any case, where a label may hold
-    commas itself ("GDPFed, omega on group means (normalized)"): at each place the longest
-    run of comma-separated pieces that is a label is taken. A piece that starts no label
-    comes back alone, as a string, for the error line."""
+def split_labels(text: str, labels: List[str]) -> Tuple[List[str], Optional[str]]:
+    """(the labels named in ``text``, the first piece that starts none or None): ``text``
+    comma-separated and in any case, where a label may hold commas itself ("GDPFed, omega
+    on group means (normalized)"): at each place the longest run of comma-separated pieces
+    that is a label is taken."""
     by_case = {x.lower(): x for x in labels}
     parts, out, i = text.split(","), [], 0
     while i < len(parts):
@@ -216,10 +222,10 @@ def split_labels(text: str, labels: List[str]):
         j = next((j for j in range(len(parts), i, -1)
                   if ",".join(parts[i:j]).strip().lower() in by_case), None)
         if j is None:
-            return parts[i].strip()
+            return out, parts[i].strip()
         out.append(by_case[",".join(parts[i:j]).strip().lower()])
         i = j
-    return out
+    return out, None
 
 
 def only_axis(spec: TableSpec, labels: Optional[str]) -> TableSpec:
@@ -234,9 +240,9 @@ def only_axis(spec: TableSpec, labels: Optional[str]) -> TableSpec:
     if a is None:
         _fail("--axis", labels, f"{spec.name} has no [axis]; its cells are chosen with --only "
               "(data sets) and --methods")
-    chosen = split_labels(labels, a.labels)
-    if isinstance(chosen, str) or not chosen:
-        _fail("--axis", chosen or labels, f"not a label of {spec.name}'s [axis]; choose from "
+    chosen, unknown = split_labels(labels, a.labels)
+    if unknown is not None or not chosen:
+        _fail("--axis", unknown or labels, f"not a label of {spec.name}'s [axis]; choose from "
               f"{' | '.join(a.labels)}")
     keep = [i for i, label in enumerate(a.labels) if label in chosen]
     panels = None

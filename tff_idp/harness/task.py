@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         return 0
     from ..runtime import close_tff
     from .runner import FAILED
-    partial = unit.folder.with_name(unit.folder.name + ".partial")
+    partial = unit.partial
     (partial / FAILED).unlink(missing_ok=True)          # a retry starts afresh
     try:
         err = run_unit_recording_failure(unit)
