@@ -34,7 +34,7 @@ class FolderLock:
     does a folder in the lock's place."""
 
     def __init__(self, path: Path):
-        self.lock = Path(path).with_name(Path(path).name + ".lock")
+        self.lock = lock_file(path)
 
     def __enter__(self):
         self.lock.parent.mkdir(parents=True, exist_ok=True)
@@ -45,9 +45,8 @@ class FolderLock:
                 if self.lock.is_dir():
                     raise FolderLocked(f"{self.lock}: a folder stands where the lock file "
                                        "goes; remove it")
-                holder = _read_holder(self.lock)
-                host, _, pid = holder.partition(":")
-                if host == HOST and pid.isdigit() and not _holds(int(pid), self.lock):
+                host, _, pid = _read_holder(self.lock).partition(":")
+                if _left_by_dead_process(host, pid, self.lock):
                     self.lock.unlink(missing_ok=True)     # its holder is gone: take over
                     continue
                 if not pid.isdigit() and _age(self.lock) > STALE_EMPTY_LOCK_SECONDS:
@@ -79,12 +78,24 @@ def lock_holder(path: Path) -> str:
     """Who holds ``path``'s :class:`FolderLock`, as "host:pid", or "": no lock, one that
     names nobody, or one a dead process of this host left (what ``FolderLock`` would take
     over). A process of another host counts as holding it, as there. Reads only."""
-    lock = Path(path).with_name(Path(path).name + ".lock")
+    lock = lock_file(path)
     holder = _read_holder(lock)
     host, _, pid = holder.partition(":")
-    if not pid.isdigit() or (host == HOST and not _holds(int(pid), lock)):
+    if not pid.isdigit() or _left_by_dead_process(host, pid, lock):
         return ""
     return holder
+
+
+def lock_file(path: Path) -> Path:
+    """The file of ``path``'s :class:`FolderLock`: ``<path>.lock`` beside it."""
+    return Path(path).with_name(Path(path).name + ".lock")
+
+
+def _left_by_dead_process(host: str, pid: str, lock: Path) -> bool:
+    """The lock names a process of this host that no longer holds it (gone, or its pid
+    reused by a process started after the lock was written): what :class:`FolderLock`
+    takes over."""
+    return host == HOST and pid.isdigit() and not _holds(int(pid), lock)
 
 
 def _read_holder(lock: Path) -> str:
