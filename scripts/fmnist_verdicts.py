@@ -5,10 +5,10 @@ its report.csv:
 
 - "within 2 points": |ours - paper| <= 2;
 - "within the seed spread": further, but within two standard deviations of our seeds;
-- "not reproduced": neither; then *explained* only where the README's status table says so
-  (runs/status.toml's ``[[row.explained]]``: a committed experiment, linked), else
-  *unexplained*, with the analysis of ANALYSES below where there is one. One rule and one list
-  of explanations for both tables.
+- "not reproduced": neither; then *explained* where the README's status table says so
+  (runs/status.toml's ``[[row.explained]]``: a committed experiment, linked), *open* where it
+  says what was tried and what was not (``[[row.open]]``, linked), else *unexplained*. One
+  rule and one list of readings for both tables.
 
     python scripts/fmnist_verdicts.py            # markdown, pasted into the write-up
 """
@@ -43,24 +43,25 @@ SOURCES = [
 PFA_FULL = "PFA, full public noise, per-layer projection"
 PFA_SHARE = "PFA, shared public noise, per-layer projection"
 SUPERSEDED = {("II", "", "pfa")}          # same-padding Table II's PFA: listed by baselines
-# analyses of cells that stay unexplained (no committed experiment): (table, column, method)
-ANALYSES = {
-    ("VII", "0.5x", "dp_fedavg"): "falls less than the paper's; the paper's value needs "
-                                  "sigma^2 about 6.1 on our curve, between the two "
-                                  "conversions' 4.79 and 8.81 ([analysis]"
-                                  "(#tables-iii-iv-vi-vii-and-viii))",
-}
-
-
 @functools.lru_cache(maxsize=1)          # runs/status.toml read once, not per cell
-def explanations() -> dict:
-    """{(table, method): (why, evidence report)} from the README status table's FMNIST rows."""
+def readings() -> dict:
+    """{(table, method, column): (verdict, text, evidence report)} from the README status
+    table's FMNIST rows: its explained gaps (verdict "explained") and open ones ("open"); a
+    reading without a column ("") holds for every column of its method."""
     out = {}
     for row in load_rows(REPO / "runs" / "status.toml"):
         if row.data == "FMNIST" and row.what.startswith("Table "):
-            for x in row.explained:
-                out[(row.what.split()[1], x.method)] = (x.text, x.report)
+            table = row.what.split()[1]
+            for kind, found in (("explained", row.explained), ("open", row.open)):
+                for x in found:
+                    out[(table, x.method, x.column)] = (kind, x.text, x.report)
     return out
+
+
+def reading(table, method, column):
+    """The status table's reading of a cell (:func:`readings`), or None."""
+    found = readings()
+    return found.get((table, method, column), found.get((table, method, "")))
 
 
 # cells within 2 points that need a word: (table, column, method) -> note
@@ -130,13 +131,12 @@ def verdict(table, r):
     k = in_std(diff, std, int(r["seeds_done"]))
     if k is not None and k <= SPREAD:
         return "within the seed spread", f"{k:.1f} std"
-    explained = explanations().get((table, r["method"]))
-    if explained is not None:
-        why, report = explained
-        link = os.path.relpath(REPO / report / "report.md", ROOT)
-        return "not reproduced, explained", f"{why} ([evidence]({link}))"
-    analysis = ANALYSES.get((table, r["column"], r["method"]))
-    return "not reproduced, unexplained", analysis or ""
+    found = reading(table, r["method"], r["column"])
+    if found is None:
+        return "not reproduced, unexplained", ""
+    kind, why, report = found
+    link = os.path.relpath(REPO / report / "report.md", ROOT)
+    return f"not reproduced, {kind}", f"{why} ([evidence]({link}))"
 
 
 def main() -> int:
