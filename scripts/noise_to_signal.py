@@ -34,6 +34,12 @@ def noise_and_signal(plan, num_params: int):
     return math.sqrt(num_params * var), signal
 
 
+def _ratio(r: float) -> str:
+    """Three significant digits (7.37 against 8.21 is the comparison a table may turn on),
+    never in e-notation."""
+    return f"{r:.3g}" if r < 1000 else f"{r:.0f}"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("table", help="a table config under runs/")
@@ -46,7 +52,7 @@ def main(argv=None) -> int:
     from tff_idp.harness.table import expand, load_table, only_datasets
     spec = only_datasets(load_table(args.table), args.only)
     print("| data set | method | sigma_m^2 | noise norm a round | largest update norm | ratio |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")      # data set: its label, and its column where swept
     sizes = {}
     for unit in expand(spec, "paper"):
         if unit.seed != spec.first_seed:
@@ -65,8 +71,9 @@ def main(argv=None) -> int:
         elif plan.adaptive_clip:
             note = " (at the initial clip)"
         sigma = ", ".join(f"{s * s:.2f}" for s in plan.noise_multipliers)
-        print(f"| {unit.dataset} | {unit.method}{note} | ({sigma}) | {noise:.1f} | "
-              f"{signal:.3f} | {noise / signal:.0f} |")
+        where = unit.dataset + (f" / {unit.column}" if unit.column else "")
+        print(f"| {where} | {unit.method}{note} | ({sigma}) | {noise:.3g} | "
+              f"{signal:.3f} | {_ratio(noise / signal)} |")
     return 0
 
 

@@ -41,4 +41,4 @@ def test_shakespeare_dp_fedavg_row(capsys):
     # Table 5's sigma^2 = 17.14 on the mean of q n = 0.1 * 712 clients, C = 1, 817,872 weights
     expected = math.sqrt(17.14) / 71.2 * math.sqrt(817_872)
     assert float(noise) == pytest.approx(expected, rel=0.01) and float(signal) == 1.0
-    assert "17.14" in sigma and int(ratio) == round(expected)
+    assert "17.14" in sigma and float(ratio) == pytest.approx(expected, abs=0.051)
