@@ -42,3 +42,22 @@ def test_shakespeare_dp_fedavg_row(capsys):
     expected = math.sqrt(17.14) / 71.2 * math.sqrt(817_872)
     assert float(noise) == pytest.approx(expected, rel=0.01) and float(signal) == 1.0
     assert "17.14" in sigma and float(ratio) == pytest.approx(expected, abs=0.051)
+
+
+def test_paper_004_table1_notes_quote_the_scripts_ratios(capsys):
+    """The Table I report's notes (runs/idp_fedavg/fmnist-table1.toml) quote this script's
+    ratios for SAMPLE and SCALE at each realistic distribution, and IDP-FedAvg's at its
+    initial clip."""
+    import tomllib
+    table = SCRIPT.parents[1] / "runs" / "idp_fedavg" / "fmnist-table1.toml"
+    assert mod.main([str(table)]) == 0
+    rows = {tuple(c.strip() for c in line.split("|")[1:3]): line.split("|")[-2].strip()
+            for line in capsys.readouterr().out.splitlines()[2:]}
+    notes = " ".join(tomllib.loads(table.read_text())["table"]["notes"].split())
+    for column in ("34-43-23", "54-37-9"):
+        sample, scale = rows[(f"FMNIST / {column}", "idp_sample")], \
+            rows[(f"FMNIST / {column}", "idp_scale")]
+        own = rows[(f"FMNIST / {column}", "idp_fedavg (at the initial clip)")]
+        assert f"{sample} (SAMPLE) and {scale} (SCALE) at {column}" in notes or \
+            f"{sample} and {scale} at {column}" in notes
+        assert f"{own} at {column}" in notes
