@@ -43,6 +43,8 @@ SOURCES = [
 PFA_FULL = "PFA, full public noise, per-layer projection"
 PFA_SHARE = "PFA, shared public noise, per-layer projection"
 SUPERSEDED = {("II", "", "pfa")}          # same-padding Table II's PFA: listed by baselines
+
+
 @functools.lru_cache(maxsize=1)          # runs/status.toml read once, not per cell
 def readings() -> dict:
     """{(table, method, column): (verdict, text, evidence report)} from the README status
