@@ -23,7 +23,6 @@ REDRAWN = [
     ("runs/gdpfed/reports/shakespeare-local-work-seed0",
      "runs/gdpfed/ablations/shakespeare-local-work-seed0.toml"),
     ("runs/ms_pafl/reports/adult/figure2", "runs/ms_pafl/figure2.toml"),
-    # 3 of its 27 runs so far (the rest train in the background, session by session)
     ("runs/idp_fedavg/reports/fmnist/table1", "runs/idp_fedavg/fmnist-table1.toml"),
     ("runs/dp_pfeddsu/reports/fmnist/ablations", "runs/dp_pfeddsu/fmnist/ablations.toml"),
     ("runs/dp_pfeddsu/reports/fmnist/table2-mlp", "runs/dp_pfeddsu/fmnist/table2-mlp.toml"),
@@ -48,6 +47,8 @@ REDRAWN = [
      "runs/gdpfed/ablations/fmnist-readings-same-padding.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-table2-seeds-3-5",
      "runs/gdpfed/ablations/fmnist-table2-seeds-3-5.toml"),
+    ("runs/gdpfed/reports/paper-fmnist/ablations-table7-seeds-3-5",
+     "runs/gdpfed/ablations/fmnist-table7-seeds-3-5.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-budget-scale",
      "runs/gdpfed/ablations/fmnist-budget-scale.toml"),
     ("runs/gdpfed/reports/paper-fmnist/ablations-table7-basic-conversion",
