@@ -208,3 +208,35 @@ def test_docs_table2_cell_cost_is_the_committed_script_output():
     assert got["config"]["rounds"] == 6 and got["config"]["repeats"] == 2
     archived = sorted(x["seconds_per_round_after_first"] for x in got["runs"][names[0]])
     assert f"({archived[0]:.2f} and {archived[1]:.2f} s a round)" in part
+
+
+def test_docs_whole_cohort_lanes_table_is_the_committed_bench_output():
+    """docs/backends.md's table of chunkings on the AMD machine (2026-12-04): every ratio is
+    the committed JSONs' ``x_ceiling`` of the summed shares at that chunking, in the order
+    the runs were made."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**The same bench on another machine, quiet"):]
+    block = part.split("\n\n| summed shares, chunk |")[1].split("\n\n")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in block.splitlines()[2:]}
+
+    def ratios(model, runs, key):
+        got = [json.loads((root / f"runs/bench/2026-12-04-amd-{model}{run}.json").read_text())
+               ["x_ceiling"][key] for run in runs]
+        return ", ".join(f"{r:.2f}" for r in got)
+
+    summed = "ours_fast_summed"
+    assert rows == {
+        "64, default threads": [ratios("cnn2_same", [""], summed), ratios("cnn2", [""], summed)],
+        "64, one thread an operation": [ratios("cnn2_same", ["-lanes"], f"{summed}@64"),
+                                        ratios("cnn2", ["-lanes"], f"{summed}@64")],
+        "32x2 (64 clients a pass, two passes)": [
+            ratios("cnn2_same", ["-lanes", "-lanes3"], f"{summed}@32x2"),
+            ratios("cnn2", ["-lanes", "-lanes2", "-lanes3"], f"{summed}@32x2")],
+        "60x2 (the whole cohort of 120 in one pass)": [
+            ratios("cnn2_same", ["-lanes3"], f"{summed}@60x2"),
+            ratios("cnn2", ["-lanes2", "-lanes3"], f"{summed}@60x2")],
+        "40x3 / 20x2": ["-", ratios("cnn2", ["-lanes2"], f"{summed}@40x3") + " / " +
+                        ratios("cnn2", ["-lanes2"], f"{summed}@20x2")]}
