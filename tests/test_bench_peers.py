@@ -236,7 +236,9 @@ def test_docs_whole_cohort_lanes_table_is_the_committed_bench_output():
             ratios("cnn2_same", ["-lanes", "-lanes3"], f"{summed}@32x2"),
             ratios("cnn2", ["-lanes", "-lanes2", "-lanes3"], f"{summed}@32x2")],
         "60x2 (the whole cohort of 120 in one pass)": [
-            ratios("cnn2_same", ["-lanes3"], f"{summed}@60x2"),
-            ratios("cnn2", ["-lanes2", "-lanes3"], f"{summed}@60x2")],
+            ratios("cnn2_same", ["-lanes3"], f"{summed}@60x2") + ", " +
+            ratios("cnn2_same", ["-60x2"], summed),
+            ratios("cnn2", ["-lanes2", "-lanes3"], f"{summed}@60x2") + ", " +
+            ratios("cnn2", ["-60x2"], summed)],
         "40x3 / 20x2": ["-", ratios("cnn2", ["-lanes2"], f"{summed}@40x3") + " / " +
                         ratios("cnn2", ["-lanes2"], f"{summed}@20x2")]}
