@@ -54,6 +54,7 @@ HOLDS_WITHIN_NOISE = "holds on the means, within the seed noise"
 REVERSED_WITHIN_NOISE = "reversed on the means, within the seed noise"
 FAILS = "does not hold"
 NOT_RUN = "not run"
+ONE_SEED = "(1 seed)"          # after a verdict: a one-seed pair, judged by its sign
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +175,7 @@ def verdict(pairs: Sequence[tuple]) -> str:
         base = HOLDS_WITHIN_NOISE
     else:
         base = REVERSED_WITHIN_NOISE
-    return f"{base} (1 seed)" if one_seed else base
+    return f"{base} {ONE_SEED}" if one_seed else base
 
 
 def check(claims: List[Claim], cells: Dict[tuple, dict]) -> List[dict]:

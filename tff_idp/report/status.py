@@ -295,7 +295,7 @@ def claims_text(ev: Evidence) -> str:
             claims_mod.REVERSED_WITHIN_NOISE: ("reversed on the means within the seed noise",) * 2,
             claims_mod.FAILS: ("does not hold", "do not hold"),
             claims_mod.NOT_RUN: ("not run",) * 2}
-    fails = [c["claim"] + (", 1 seed" if c["verdict"].endswith("(1 seed)") else "")
+    fails = [c["claim"] + (", 1 seed" if c["verdict"].endswith(claims_mod.ONE_SEED) else "")
              for c in ev.claims if c["verdict"].startswith(claims_mod.FAILS)]
     named = {claims_mod.FAILS: " (" + "; ".join(fails) + ")" if fails else ""}
     parts = [f"{counts[v]} {said[v][counts[v] > 1]}{named.get(v, '')}" for v in order
