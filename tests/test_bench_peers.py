@@ -13,6 +13,13 @@ from tff_idp import bench
 from .test_cli_conventions import _one_line_error
 
 
+def _table_rows(text: str, header: str) -> list:
+    """The cells (stripped) of each body row of the markdown table in ``text`` whose header
+    line starts with ``header`` (the table ends at the first blank line)."""
+    block = text.split("\n\n" + header)[1].split("\n\n")[0]
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in block.splitlines()[2:]]
+
+
 @pytest.mark.parametrize("flags,needle", [
     (["--peers", "flower"], "--peers='flower': peers are pfl"),
     (["--peers", "pfl", "--model", "char_lstm_torch"],
@@ -118,9 +125,7 @@ def test_docs_lanes_table_is_the_committed_bench_output():
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "backends.md").read_text()
     part = page[page.index("**With lanes (2026-12-02"):]
-    block = part.split("\n\n| runner (2 lanes of 32 clients) |")[1].split("\n\n")[0]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in block.splitlines()[2:]}
+    rows = {r[0]: r[1:] for r in _table_rows(part, "| runner (2 lanes of 32 clients) |")}
     keys = {"fast, each client's share": "ours_fast",
             'fast, shares summed (`fast_noise_shares = "summed"`)': "ours_fast_summed",
             'fast, server-drawn noise (`noise_draw = "group"`)': "ours_fast_group",
@@ -148,8 +153,7 @@ def test_docs_convolution_floor_is_the_committed_script_output():
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "backends.md").read_text()
     part = page[page.index("**The convolutions' floor"):].split("\n\n**")[0]
-    block = part.split("\n\n| layer | forward |")[1].split("\n\n")[0]
-    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in block.splitlines()[2:]]
+    rows = _table_rows(part, "| layer | forward |")
     got = []
     for model in ("cnn2", "cnn2_same"):
         layers = json.loads((root / f"runs/bench/2026-12-03-{model}-grouped-conv-cost.json")
@@ -192,8 +196,7 @@ def test_docs_table2_cell_cost_is_the_committed_script_output():
     part = page[page.index("**A Table II cell, the archived path"):].split("\n\n**")[0]
     got = json.loads((root / "runs/bench/2026-12-03-fmnist-table2-gdpfed-cell-cost.json")
                      .read_text())
-    block = part.split("\n\n| variant |")[1].split("\n\n")[0]
-    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in block.splitlines()[2:]]
+    rows = _table_rows(part, "| variant |")
     names = [v["name"] for v in got["config"]["variant"]]
     assert [r[0] for r in rows] == names and len(names) == 3
     command = " ".join(part.split())
@@ -218,9 +221,7 @@ def test_docs_whole_cohort_lanes_table_is_the_committed_bench_output():
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "backends.md").read_text()
     part = page[page.index("**The same bench on another machine, quiet"):]
-    block = part.split("\n\n| summed shares, chunk |")[1].split("\n\n")[0]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in block.splitlines()[2:]}
+    rows = {r[0]: r[1:] for r in _table_rows(part, "| summed shares, chunk |")}
 
     def ratios(model, runs, key):
         got = [json.loads((root / f"runs/bench/2026-12-04-amd-{model}{run}.json").read_text())
