@@ -243,3 +243,27 @@ def test_docs_whole_cohort_lanes_table_is_the_committed_bench_output():
             ratios("cnn2", ["-60x2"], summed)],
         "40x3 / 20x2": ["-", ratios("cnn2", ["-lanes2"], f"{summed}@40x3") + " / " +
                         ratios("cnn2", ["-lanes2"], f"{summed}@20x2")]}
+
+
+def test_the_peer_runs_at_tensorflows_default_threads_beside_our_lanes(monkeypatch):
+    """A bench in lanes sets one intra-op thread for its own process; the peer's process
+    does not inherit it (it runs as a user runs it), while a value the user set before the
+    bench (the bench then set nothing) reaches the peer too."""
+    import types
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["env"] = kw["env"]
+        return types.SimpleNamespace(returncode=0, stderr="",
+                                     stdout='{"seconds_per_round": 1.0, "rounds": [1.0]}')
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "1")
+    args = types.SimpleNamespace(model="cnn2", clients=4, steps=2, batch=10, momentum=0.0,
+                                 rounds=1, warmup=0, one_thread_per_op=True)
+    assert bench._peer_round("pfl", args) == (1.0, [1.0])
+    assert "TF_NUM_INTRAOP_THREADS" not in seen["env"]
+    args.one_thread_per_op = False
+    bench._peer_round("pfl", args)
+    assert seen["env"]["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert "PYTHONPATH" not in bench._peer_env(True)

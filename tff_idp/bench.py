@@ -440,8 +440,14 @@ def _peer_command(peer: str, *flags: str) -> list:
             *flags]
 
 
-def _peer_env() -> dict:
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+def _peer_env(own_threads: bool = False) -> dict:
+    """The peer's environment: ours without PYTHONPATH (its TensorFlow is not ours) and,
+    with ``own_threads`` (the bench set one intra-op thread for its lanes), without
+    ``TF_NUM_INTRAOP_THREADS``: the peer runs at TensorFlow's default threads, as a user
+    runs it and as :func:`_ceiling_at_default_threads` runs the ceiling, not at the setting
+    our lanes need (which slowed pfl's round in the lanes benches before 2026-12-04)."""
+    drop = {"PYTHONPATH"} | ({"TF_NUM_INTRAOP_THREADS"} if own_threads else set())
+    return {k: v for k, v in os.environ.items() if k not in drop} | {
         "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -472,7 +478,8 @@ def _peer_round(peer: str, args):
                         "--momentum", str(args.momentum or 0.0),
                         "--clip", "1.0", "--noise-multiplier", "1.0",
                         "--rounds", str(args.rounds), "--warmup", str(args.warmup))
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_peer_env())
+    done = subprocess.run(cmd, capture_output=True, text=True,
+                          env=_peer_env(getattr(args, "one_thread_per_op", False)))
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"--peers={peer}: its workload failed: {_last_line(done)}")
