@@ -134,6 +134,39 @@ def test_lanes_with_no_client_of_their_own_do_not_change_a_cnn_round(mode):
         np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
 
 
+def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
+    """A part chunk (a Poisson cohort smaller than the chunk) trains at its size rounded up
+    to PART_CHUNK_ROWS clients a lane, copies of its last client in the extra rows, which
+    are cut off before the clip: the round is the per-client round (no padding there)."""
+    from tff_idp.engine import backends
+    seen = []
+    spy_on = backends.FastBackend._part_chunk_fn
+
+    def spy(self, rows, args):
+        seen.append((rows, len(args[3][0]), int(args[2][0][0].shape[0])))
+        return spy_on(self, rows, args)
+
+    monkeypatch.setattr(backends.FastBackend, "_part_chunk_fn", spy)
+    extra = CNN + ("momentum=0.5", "clip=0.05", "fast_chunk_size=64", "fast_lanes=2")
+    padded, rows = _run(_experiment("dp_fedavg", extra + ('fast_dense_updates="low_rank"',)),
+                        "dp_fedavg", "fast", mode="cohort")
+    step = backends.PART_CHUNK_ROWS * 2
+    assert seen == [(-(-rows[0]["cohort"] // step) * step, rows[0]["cohort"], seen[0][0])]
+    assert seen[0][0] > seen[0][1]                 # this cohort was padded
+    per_client, _ = _run(_experiment("dp_fedavg", extra + ('fast_dense_updates="per_client"',)),
+                         "dp_fedavg", "fast", mode="cohort")
+    for a, b in zip(per_client, padded):
+        np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
+
+
+@pytest.mark.parametrize("left,chunk,lanes,want", [
+    (1, 64, 1, 4), (4, 64, 1, 4), (5, 64, 1, 8), (56, 64, 1, 56), (57, 64, 1, 60),
+    (63, 64, 1, 64), (25, 32, 2, 32), (17, 32, 2, 24), (1, 3, 4, 3)])
+def test_a_part_chunks_rows_are_rounded_up_within_the_chunk(left, chunk, lanes, want):
+    from tff_idp.engine.backends import padded_part_rows
+    assert padded_part_rows(left, chunk, lanes) == want
+
+
 def test_the_factored_round_matches_the_tff_backend():
     """One round of DP-FedAvg on the CNN, noise on: the TFF backend's model to 1e-5 (over
     more rounds the noised model's training amplifies last-bit differences past it:

@@ -252,6 +252,7 @@ class FastBackend:
                              and program.reparam is None)
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True,
                                      autograph=False)      # its loops are written out
+        self._part_fns = {}       # padded part chunks' functions, by rows (_part_chunk_fn)
 
     @property
     def weights(self):
@@ -336,6 +337,9 @@ class FastBackend:
         groups, seeds, slots = tags
         if self.factored:                         # together, Dense kernels as factors
             out, factors, losses = self._train_factored(weights, data[0], lr)
+            k = tf.shape(groups)[0]               # a padded part chunk's own clients
+            out, factors, losses = tf.nest.map_structure(lambda t: t[:k],
+                                                         (out, factors, losses))
             if not self.query.sums_only:          # the server reads each update (PFA)
                 out = low_rank.materialised(out, self.factored, factors, weights)
                 sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots,
@@ -437,6 +441,27 @@ class FastBackend:
         return cohort_batches(examples, self.cfg.batch_size,
                               None if phase.epochs else phase.steps)
 
+    def _padded_rows(self, left: int):
+        """The rows a part chunk of ``left`` clients trains at (:data:`PART_CHUNK_ROWS`),
+        or None: a full chunk, or a round whose Dense kernels are not trained as factors
+        (only :meth:`_chunk_sums`'s factored path cuts the padding off)."""
+        if not self.factored or left >= self.chunk or tf.config.functions_run_eagerly():
+            return None
+        return padded_part_rows(left, self.chunk, self.cfg.fast_lanes)
+
+    def _part_chunk_fn(self, rows: int, args):
+        """The chunk function of part chunks padded to ``rows`` clients: a graph of its own
+        whose training arrays have that known size (a part chunk's size changes every round
+        with Poisson sampling; traced at any size it took 1.27-1.29x as long as a chunk of
+        known size, docs/backends.md "Part chunks"), its clients' tags of any size, traced
+        once per size."""
+        fn = self._part_fns.get(rows)
+        if fn is None:
+            fn = self._part_fns[rows] = tf.function(self._chunk_sums, reduce_retracing=True,
+                                                    autograph=False)
+            fn.get_concrete_function(*_any_chunk_size(args, keep_data=True))
+        return fn
+
     def step(self, batches, infos, rnd, personal=(), canaries=None):
         """One round; with no client (``infos`` empty) the aggregator still runs on zero
         sums and releases its noise (``loop``: empty rounds). ``canaries`` (the audit's,
@@ -460,14 +485,16 @@ class FastBackend:
             if a and stop_requested():       # a long round stops at the next chunk; nothing
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
-            args = (self._weights, self.state, _chunk_tensors(data, a, b),
+            part_rows = self._padded_rows(len(infos) - a)
+            args = (self._weights, self.state, _chunk_tensors(data, a, b, part_rows),
                     (groups[a:b], seeds[a:b], slots[a:b]), counts, lr,
                     [p[a:b] for p in personal])
-            if (len(infos) - a < self.chunk         # a part chunk first: its size will vary
-                    and self._chunk_fn.experimental_get_tracing_count() == 0
-                    and not tf.config.functions_run_eagerly()):
+            fn = self._chunk_fn if part_rows is None else self._part_chunk_fn(part_rows, args)
+            if (part_rows is None and len(infos) - a < self.chunk   # a part chunk first:
+                    and self._chunk_fn.experimental_get_tracing_count() == 0   # its size
+                    and not tf.config.functions_run_eagerly()):                # will vary
                 self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
-            part, r, s, personal_rows = self._chunk_fn(*args)
+            part, r, s, personal_rows = fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             rows.append(r)
             stats += s
@@ -546,7 +573,21 @@ def _stats(norm, clipped, losses, bit):
                      tf.reduce_sum(bit)])
 
 
-def _any_chunk_size(args):
+# a part chunk trained as factors is padded to a multiple of this many clients a lane
+PART_CHUNK_ROWS = 4
+
+
+def padded_part_rows(left: int, chunk: int, lanes: int = 1) -> int:
+    """The rows a part chunk of ``left`` (< ``chunk``) clients is trained at: ``left`` rounded
+    up to a multiple of :data:`PART_CHUNK_ROWS` clients a lane, at most ``chunk``. The rows
+    past ``left`` train copies of the chunk's last client and are cut off before the clip
+    (:meth:`FastBackend._chunk_sums`): a few graphs of known sizes instead of one of any
+    size, for at most ``PART_CHUNK_ROWS * lanes - 1`` clients' training more."""
+    step = PART_CHUNK_ROWS * max(int(lanes), 1)
+    return min(-(-int(left) // step) * step, int(chunk))
+
+
+def _any_chunk_size(args, keep_data: bool = False):
     """The chunk function's arguments as specs whose per-client arguments (the phases'
     arrays, groups, seeds, slots, personal rows) have any number of rows. A run whose first
     chunk is a part chunk (a cohort smaller than ``fast_chunk_size``, whose size changes
@@ -561,21 +602,27 @@ def _any_chunk_size(args):
         return tf.TensorSpec([None] + list(t.shape[1:]), tf.as_dtype(t.dtype))
 
     weights, state, data, tags, counts, lr, personal = args
-    return (weights, state, tf.nest.map_structure(spec, data), tuple(spec(t) for t in tags),
+    if not keep_data:        # keep_data: a padded part chunk's arrays keep their size
+        data = tf.nest.map_structure(spec, data)
+    return (weights, state, data, tuple(spec(t) for t in tags),
             counts, lr, [spec(p) for p in personal])
 
 
-def _chunk_tensors(data, a: int, b: int):
+def _chunk_tensors(data, a: int, b: int, rows=None):
     """The rows a..b of every phase's arrays as tensors, each array converted once: phases
     that share their examples' array (:meth:`FastBackend._cached_arrays`) get the same
-    tensor, not a copy each (the chunk's largest input)."""
+    tensor, not a copy each (the chunk's largest input). ``rows`` (a part chunk's
+    :func:`padded_part_rows`): padded to that many rows with copies of the last."""
     made = {}
 
     def tensor(t):
         if t is None:
             return None
         if id(t) not in made:
-            made[id(t)] = tf.constant(t[a:b])
+            part = t[a:b]
+            if rows is not None and rows > len(part):
+                part = np.concatenate([part, np.repeat(part[-1:], rows - len(part), 0)])
+            made[id(t)] = tf.constant(part)
         return made[id(t)]
 
     return tuple(tuple(tensor(t) for t in d) for d in data)
