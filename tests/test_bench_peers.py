@@ -125,7 +125,7 @@ def test_docs_lanes_table_is_the_committed_bench_output():
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "backends.md").read_text()
     part = page[page.index("**With lanes (2026-12-02"):]
-    rows = {r[0]: r[1:] for r in _table_rows(part, "| runner (2 lanes of 32 clients) |")}
+    rows = {r[0]: r[1:] for r in _table_rows(part, "| runner (32 clients a pass in 2 lanes) |")}
     keys = {"fast, each client's share": "ours_fast",
             'fast, shares summed (`fast_noise_shares = "summed"`)': "ours_fast_summed",
             'fast, server-drawn noise (`noise_draw = "group"`)': "ours_fast_group",
@@ -233,10 +233,10 @@ def test_docs_whole_cohort_lanes_table_is_the_committed_bench_output():
         "64, default threads": [ratios("cnn2_same", [""], summed), ratios("cnn2", [""], summed)],
         "64, one thread an operation": [ratios("cnn2_same", ["-lanes"], f"{summed}@64"),
                                         ratios("cnn2", ["-lanes"], f"{summed}@64")],
-        "32x2 (64 clients a pass, two passes)": [
+        "32x2 (32 clients a pass in lanes of 16, four passes)": [
             ratios("cnn2_same", ["-lanes", "-lanes3"], f"{summed}@32x2"),
             ratios("cnn2", ["-lanes", "-lanes2", "-lanes3"], f"{summed}@32x2")],
-        "60x2 (the whole cohort of 120 in one pass)": [
+        "60x2 (60 clients a pass in lanes of 30, two passes)": [
             ratios("cnn2_same", ["-lanes3"], f"{summed}@60x2") + ", " +
             ratios("cnn2_same", ["-60x2"], summed),
             ratios("cnn2", ["-lanes2", "-lanes3"], f"{summed}@60x2") + ", " +
@@ -267,3 +267,64 @@ def test_the_peer_runs_at_tensorflows_default_threads_beside_our_lanes(monkeypat
     bench._peer_round("pfl", args)
     assert seen["env"]["TF_NUM_INTRAOP_THREADS"] == "1"
     assert "PYTHONPATH" not in bench._peer_env(True)
+
+
+def test_docs_part_chunk_tables_are_the_committed_bench_output():
+    """docs/backends.md's "Part chunks, padded" paragraph: its three tables and the seconds
+    it quotes are the committed JSONs' (runs/bench/2026-12-04-amd-*), to the printed
+    digits."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**Part chunks, padded;"):page.index("**A Table II cell")]
+
+    def got(model, name):
+        return json.loads((root / f"runs/bench/2026-12-04-amd-{model}-{name}.json").read_text())
+
+    def x(model, name, key):
+        return f"{got(model, name)['x_ceiling'][key]:.2f}"
+
+    s = "ours_fast_summed"
+    chunks = {r[0]: r[1:] for r in _table_rows(part, "| summed shares, chunk (120 clients) |")}
+    assert list(chunks.values()) == [
+        [x(m, "chunks-lanes", f"{s}@120x2") for m in ("cnn2_same", "cnn2")],
+        [x(m, "chunks-lanes", f"{s}@60x2") for m in ("cnn2_same", "cnn2")],
+        [x(m, "chunks-lanes", f"{s}@128x2") for m in ("cnn2_same", "cnn2")],
+        [x(m, "chunks", f"{s}@120") for m in ("cnn2_same", "cnn2")],
+        [x(m, "chunks", f"{s}@64") for m in ("cnn2_same", "cnn2")]]
+    seconds = {name: got("cnn2_same", name)["seconds_per_round"]
+               for name in ("part-chunk-before", "part-chunk-after", "part-chunk-after-110")}
+    for name, key in [("part-chunk-before", "112x2"), ("part-chunk-before", "120x2"),
+                      ("part-chunk-before", "56x2"), ("part-chunk-before", "64x2"),
+                      ("part-chunk-after", "112x2"), ("part-chunk-after", "120x2"),
+                      ("part-chunk-after", "128x2"), ("part-chunk-after-110", "112x2"),
+                      ("part-chunk-after-110", "120x2")]:
+        assert f"{seconds[name][f'{s}@{key}']:.3f}" in part, (name, key)
+    for model in ("cnn2_same", "cnn2"):
+        assert f"{got(model, 'pfl-one-thread')['seconds_per_round']['pfl']:.3f}" in part
+        assert f"{got(model, 'pfl')['seconds_per_round']['pfl']:.3f}" in part
+    peers = {r[0]: r[1:] for r in _table_rows(part, "| runner | `cnn2_same` s/round |")}
+    keys = {"fast, each client's share, 128x2": "ours_fast@128x2",
+            "fast, shares summed, 128x2": f"{s}@128x2",
+            "fast, shares summed, 120x2": f"{s}@120x2",
+            "fast, server-drawn noise, 128x2": "ours_fast_group@128x2",
+            "ceiling, TensorFlow's default threads": "ceiling_default_threads",
+            "pfl-research 0.6.0 (its default threads)": "pfl"}
+    assert set(peers) == set(keys)
+    for label, key in keys.items():
+        want = []
+        for model in ("cnn2_same", "cnn2"):
+            run = got(model, "padded-pfl")
+            want += [f"{run['seconds_per_round'][key]:.3f}", f"{run['x_ceiling'][key]:.2f}",
+                     f"{run['x_pfl'][key]:.2f}"]
+        assert peers[label] == want, label
+    cell = json.loads((root / "runs/bench/2026-12-04-amd-fmnist-table2-gdpfed-cell-cost.json")
+                      .read_text())
+    rows = _table_rows(part, "| variant | s a round |")
+    for row, (name, med) in zip(rows, cell["medians"].items()):
+        ratio = cell["ratios"][name]
+        assert row[1:] == [f"{med['seconds_per_round_after_first']:.3f}",
+                           f"{ratio['seconds_per_round_after_first']:.2f}",
+                           f"{med['seconds_eval']:.2f}", f"{med['seconds_wall']:.2f}",
+                           f"{ratio['seconds_wall']:.2f}"], name
+    assert len(rows) == len(cell["medians"]) == 4
