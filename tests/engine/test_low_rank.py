@@ -137,7 +137,9 @@ def test_lanes_with_no_client_of_their_own_do_not_change_a_cnn_round(mode):
 def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
     """A part chunk (a Poisson cohort smaller than the chunk) trains at its size rounded up
     to PART_CHUNK_ROWS clients a lane, copies of its last client in the extra rows, which
-    are cut off before the clip: the round is the per-client round (no padding there)."""
+    are cut off before the clip: with the kernels as factors and with per-client kernels
+    (the cohort path) the round is the round of one full chunk of the cohort's size, which
+    pads nothing."""
     from tff_idp.engine import backends
     seen = []
     spy_on = backends.FastBackend._part_chunk_fn
@@ -147,16 +149,26 @@ def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
         return spy_on(self, rows, args)
 
     monkeypatch.setattr(backends.FastBackend, "_part_chunk_fn", spy)
-    extra = CNN + ("momentum=0.5", "clip=0.05", "fast_chunk_size=64", "fast_lanes=2")
-    padded, rows = _run(_experiment("dp_fedavg", extra + ('fast_dense_updates="low_rank"',)),
-                        "dp_fedavg", "fast", mode="cohort")
+    extra = CNN + ("momentum=0.5", "clip=0.05", "fast_lanes=2")
     step = backends.PART_CHUNK_ROWS * 2
-    assert seen == [(-(-rows[0]["cohort"] // step) * step, rows[0]["cohort"], seen[0][0])]
-    assert seen[0][0] > seen[0][1]                 # this cohort was padded
-    per_client, _ = _run(_experiment("dp_fedavg", extra + ('fast_dense_updates="per_client"',)),
-                         "dp_fedavg", "fast", mode="cohort")
-    for a, b in zip(per_client, padded):
-        np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
+    padded = {}
+    for mode in ("low_rank", "per_client"):
+        seen.clear()
+        padded[mode], rows = _run(_experiment("dp_fedavg", extra + (
+            f'fast_dense_updates="{mode}"', "fast_chunk_size=64")), "dp_fedavg", "fast",
+            mode="cohort")
+        k = rows[0]["cohort"]
+        assert seen == [(-(-k // step) * step, k, -(-k // step) * step)], mode
+        assert seen[0][0] > k                      # this cohort was padded
+    seen.clear()
+    full, _ = _run(_experiment("dp_fedavg", extra + ('fast_dense_updates="per_client"',
+                                                     f"fast_chunk_size={k}")),
+                   "dp_fedavg", "fast", mode="cohort")
+    assert seen == []                              # one full chunk: nothing padded
+    for mode, weights in padded.items():
+        for a, b in zip(full, weights):
+            np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()),
+                                       err_msg=mode)
 
 
 @pytest.mark.parametrize("left,chunk,lanes,want", [

@@ -349,10 +349,13 @@ class FastBackend:
                                                              seeds, state, counts)
             return sums, rows, stats, []
         if self.cohort_model is not None:        # the chunk's clients train together
-            k = tf.shape(data[0][0])[0]
+            k = tf.shape(data[0][0])[0]           # rows trained (a padded part chunk: more)
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
             final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
+            if self.pads_part_chunks and not self.factored:   # the chunk's own clients
+                out, losses = tf.nest.map_structure(lambda t: t[:tf.shape(groups)[0]],
+                                                    (out, losses))
             sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots, state,
                                                 counts, support)
             return sums, rows, stats, program.kept(final)
@@ -441,11 +444,21 @@ class FastBackend:
         return cohort_batches(examples, self.cfg.batch_size,
                               None if phase.epochs else phase.steps)
 
+    @property
+    def pads_part_chunks(self) -> bool:
+        """Whether a part chunk trains padded (:meth:`_padded_rows`): its clients train
+        together (cohort mode) and keep nothing of their own (no personal part, no
+        reparametrisation's support), so rows past its clients can be cut off after
+        training, before the clip."""
+        return bool(self.factored) or (self.cohort_model is not None
+                                       and not self.program.personal
+                                       and self.program.reparam is None)
+
     def _padded_rows(self, left: int):
         """The rows a part chunk of ``left`` clients trains at (:data:`PART_CHUNK_ROWS`),
-        or None: a full chunk, or a round whose Dense kernels are not trained as factors
-        (only :meth:`_chunk_sums`'s factored path cuts the padding off)."""
-        if not self.factored or left >= self.chunk or tf.config.functions_run_eagerly():
+        or None: a full chunk, or a round that does not pad (:attr:`pads_part_chunks`)."""
+        if (not self.pads_part_chunks or left >= self.chunk
+                or tf.config.functions_run_eagerly()):
             return None
         return padded_part_rows(left, self.chunk, self.cfg.fast_lanes)
 
@@ -573,7 +586,7 @@ def _stats(norm, clipped, losses, bit):
                      tf.reduce_sum(bit)])
 
 
-# a part chunk trained as factors is padded to a multiple of this many clients a lane
+# a part chunk that pads (FastBackend.pads_part_chunks): to a multiple of this many clients a lane
 PART_CHUNK_ROWS = 4
 
 
