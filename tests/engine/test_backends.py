@@ -41,7 +41,7 @@ def _run(exp, method, backend, mode=None):
         assert captured["runner"].mode == mode
     if backend == "fast" and max(r["cohort"] for r in rows) < exp.cfg.fast_chunk_size:
         # cohorts in part chunks: traced once whatever their sizes (_any_chunk_size), or,
-        # trained as factors, once per padded size (padded_part_rows), at no other size
+        # where part chunks pad (pads_part_chunks), once per padded size, at no other size
         runner = captured["runner"]
         parts = [f.experimental_get_tracing_count() for f in runner._part_fns.values()]
         assert (runner._chunk_fn.experimental_get_tracing_count(), set(parts)) in (
