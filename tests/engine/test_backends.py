@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_idp.engine import backends, loop
+from tff_idp.engine import backends, chunks, loop
 from tff_idp.engine.backends import UnsupportedByBackend
 
 from .helpers import experiment
@@ -40,7 +40,7 @@ def _run(exp, method, backend, mode=None):
     if mode is not None:
         assert captured["runner"].mode == mode
     if backend == "fast" and max(r["cohort"] for r in rows) < exp.cfg.fast_chunk_size:
-        # cohorts in part chunks: traced once whatever their sizes (_any_chunk_size), or,
+        # cohorts in part chunks: traced once whatever their sizes (chunks.any_chunk_size), or,
         # where part chunks pad (pads_part_chunks), once per padded size, at no other size
         runner = captured["runner"]
         parts = [f.experimental_get_tracing_count() for f in runner._part_fns.values()]
@@ -196,12 +196,12 @@ def test_a_sequence_of_targets_is_one_example_whose_loss_is_its_positions_mean()
 
 
 def test_lanes_cover_a_chunk_in_order_and_none_trains_zero_rows():
-    """backends.lane_rows for every chunk of 1-13 clients in 1-5 lanes: every lane trains
+    """chunks.lane_rows for every chunk of 1-13 clients in 1-5 lanes: every lane trains
     at least one row, the kept rows are the chunk's clients once each in order, and the
     lanes' sizes differ by at most one."""
     for lanes in range(1, 6):
         for k in range(1, 14):
-            rows = [tuple(int(v) for v in r) for r in backends.lane_rows(k, lanes)]
+            rows = [tuple(int(v) for v in r) for r in chunks.lane_rows(k, lanes)]
             assert len(rows) == lanes
             assert all(0 <= lo < hi <= k and 0 <= keep <= hi - lo for lo, hi, keep in rows)
             kept = [i for lo, _, keep in rows for i in range(lo, lo + keep)]

@@ -140,7 +140,7 @@ def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
     are cut off before the clip: with the kernels as factors and with per-client kernels
     (the cohort path) the round is the round of one full chunk of the cohort's size, which
     pads nothing."""
-    from tff_idp.engine import backends
+    from tff_idp.engine import backends, chunks
     seen = []
     spy_on = backends.FastBackend._part_chunk_fn
 
@@ -150,7 +150,7 @@ def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
 
     monkeypatch.setattr(backends.FastBackend, "_part_chunk_fn", spy)
     extra = CNN + ("momentum=0.5", "clip=0.05", "fast_lanes=2")
-    step = backends.PART_CHUNK_ROWS * 2
+    step = chunks.PART_CHUNK_ROWS * 2
     padded = {}
     for mode in ("low_rank", "per_client"):
         seen.clear()
@@ -175,7 +175,7 @@ def test_a_part_chunk_trains_at_a_padded_known_size(monkeypatch):
     (1, 64, 1, 4), (4, 64, 1, 4), (5, 64, 1, 8), (56, 64, 1, 56), (57, 64, 1, 60),
     (63, 64, 1, 64), (25, 32, 2, 32), (17, 32, 2, 24), (1, 3, 4, 3)])
 def test_a_part_chunks_rows_are_rounded_up_within_the_chunk(left, chunk, lanes, want):
-    from tff_idp.engine.backends import padded_part_rows
+    from tff_idp.engine.chunks import padded_part_rows
     assert padded_part_rows(left, chunk, lanes) == want
 
 

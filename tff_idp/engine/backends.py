@@ -29,6 +29,7 @@ from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..methods.base import Aggregation
 from . import low_rank
+from .chunks import any_chunk_size, chunk_tensors, lane_rows, padded_part_rows
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release
@@ -455,7 +456,7 @@ class FastBackend:
                                        and self.program.reparam is None)
 
     def _padded_rows(self, left: int):
-        """The rows a part chunk of ``left`` clients trains at (:data:`PART_CHUNK_ROWS`),
+        """The rows a part chunk of ``left`` clients trains at (``chunks.padded_part_rows``),
         or None: a full chunk, or a round that does not pad (:attr:`pads_part_chunks`)."""
         if (not self.pads_part_chunks or left >= self.chunk
                 or tf.config.functions_run_eagerly()):
@@ -472,7 +473,7 @@ class FastBackend:
         if fn is None:
             fn = self._part_fns[rows] = tf.function(self._chunk_sums, reduce_retracing=True,
                                                     autograph=False)
-            fn.get_concrete_function(*_any_chunk_size(args, keep_data=True))
+            fn.get_concrete_function(*any_chunk_size(args, keep_data=True))
         return fn
 
     def step(self, batches, infos, rnd, personal=(), canaries=None):
@@ -499,14 +500,14 @@ class FastBackend:
                 raise RoundInterrupted()     # of it is applied (weights, state: at the end)
             b = a + self.chunk
             part_rows = self._padded_rows(len(infos) - a)
-            args = (self._weights, self.state, _chunk_tensors(data, a, b, part_rows),
+            args = (self._weights, self.state, chunk_tensors(data, a, b, part_rows),
                     (groups[a:b], seeds[a:b], slots[a:b]), counts, lr,
                     [p[a:b] for p in personal])
             fn = self._chunk_fn if part_rows is None else self._part_chunk_fn(part_rows, args)
             if (part_rows is None and len(infos) - a < self.chunk   # a part chunk first:
                     and self._chunk_fn.experimental_get_tracing_count() == 0   # its size
                     and not tf.config.functions_run_eagerly()):                # will vary
-                self._chunk_fn.get_concrete_function(*_any_chunk_size(args))
+                self._chunk_fn.get_concrete_function(*any_chunk_size(args))
             part, r, s, personal_rows = fn(*args)
             sums = part if sums is None else [x + y for x, y in zip(sums, part)]
             rows.append(r)
@@ -549,24 +550,6 @@ class FastBackend:
             [np.concatenate(rows) for rows in zip(*kept)] if infos else list(personal)
 
 
-def lane_rows(k, lanes: int):
-    """(lo, hi, keep) per lane of ``lanes`` sub-cohorts of a chunk's k >= 1 clients (k a
-    Python int or a scalar tensor: the lanes are one traced graph for every k): rows lo:hi
-    are trained and the first ``keep`` of them are the lane's own clients, in client order.
-    The lanes split k as evenly as they can (sizes differ by at most one, so none is empty
-    when k >= lanes); a lane with no client of its own (k < lanes) trains a copy of the
-    chunk's last client and keeps none of it, since a sub-cohort of 0 clients reaches
-    operations that refuse empty tensors (a grouped convolution's filter of 0 elements)."""
-    if lanes == 1:
-        return [(0, k, k)]
-    bounds = [(lane * k) // lanes for lane in range(lanes + 1)]
-    rows = []
-    for a, b in zip(bounds, bounds[1:]):
-        lo = tf.minimum(a, k - 1)
-        rows.append((lo, tf.maximum(b, lo + 1), b - a))
-    return rows
-
-
 # the values of the config key ``fast_noise_shares`` (tff_idp.config.NOISE_SHARES, which a
 # test ties to this tuple)
 NOISE_SHARES = ("each", "summed")
@@ -584,61 +567,6 @@ def _stats(norm, clipped, losses, bit):
     adaptive-clipping bits."""
     return tf.stack([tf.reduce_sum(norm), tf.reduce_sum(clipped), tf.reduce_sum(losses),
                      tf.reduce_sum(bit)])
-
-
-# a part chunk that pads (FastBackend.pads_part_chunks): to a multiple of this many clients a lane
-PART_CHUNK_ROWS = 4
-
-
-def padded_part_rows(left: int, chunk: int, lanes: int = 1) -> int:
-    """The rows a part chunk of ``left`` (< ``chunk``) clients is trained at: ``left`` rounded
-    up to a multiple of :data:`PART_CHUNK_ROWS` clients a lane, at most ``chunk``. The rows
-    past ``left`` train copies of the chunk's last client and are cut off before the clip
-    (:meth:`FastBackend._chunk_sums`): a few graphs of known sizes instead of one of any
-    size, for at most ``PART_CHUNK_ROWS * lanes - 1`` clients' training more."""
-    step = PART_CHUNK_ROWS * max(int(lanes), 1)
-    return min(-(-int(left) // step) * step, int(chunk))
-
-
-def _any_chunk_size(args, keep_data: bool = False):
-    """The chunk function's arguments as specs whose per-client arguments (the phases'
-    arrays, groups, seeds, slots, personal rows) have any number of rows. A run whose first
-    chunk is a part chunk (a cohort smaller than ``fast_chunk_size``, whose size changes
-    every round) traces with these first, once: a chunk of another size is a subtype of
-    them, where tracing at the first chunk's size made the next size trace it again
-    (``reduce_retracing``), 1-2 s of such a run. A run whose first chunk is full keeps that
-    trace for its full chunks: the graph of known sizes is the faster one (Shakespeare's
-    LSTM in chunks of 8: about 1.4x, docs/backends.md)."""
-    def spec(t):             # a numpy array or a tensor, not converted (no copy)
-        if t is None:
-            return None
-        return tf.TensorSpec([None] + list(t.shape[1:]), tf.as_dtype(t.dtype))
-
-    weights, state, data, tags, counts, lr, personal = args
-    if not keep_data:        # keep_data: a padded part chunk's arrays keep their size
-        data = tf.nest.map_structure(spec, data)
-    return (weights, state, data, tuple(spec(t) for t in tags),
-            counts, lr, [spec(p) for p in personal])
-
-
-def _chunk_tensors(data, a: int, b: int, rows=None):
-    """The rows a..b of every phase's arrays as tensors, each array converted once: phases
-    that share their examples' array (:meth:`FastBackend._cached_arrays`) get the same
-    tensor, not a copy each (the chunk's largest input). ``rows`` (a part chunk's
-    :func:`padded_part_rows`): padded to that many rows with copies of the last."""
-    made = {}
-
-    def tensor(t):
-        if t is None:
-            return None
-        if id(t) not in made:
-            part = t[a:b]
-            if rows is not None and rows > len(part):
-                part = np.concatenate([part, np.repeat(part[-1:], rows - len(part), 0)])
-            made[id(t)] = tf.constant(part)
-        return made[id(t)]
-
-    return tuple(tuple(tensor(t) for t in d) for d in data)
 
 
 BACKENDS = {"tff": TFFBackend, "fast": FastBackend}
