@@ -62,6 +62,7 @@ def test_the_bench_times_pfl_on_the_same_workload(tmp_path, capsys):
                        "--warmup", "0", "--peers", "pfl", "--out", str(out)]) == 0
     got = json.loads(out.read_text())
     assert set(got["seconds_per_round"]) == {"ours_fast", "pfl"}
+    assert got["peer_tf_num_intraop_threads"] is None      # no lanes: nothing set for it
     assert got["x_pfl"]["ours_fast"] == pytest.approx(
         got["seconds_per_round"]["ours_fast"] / got["seconds_per_round"]["pfl"])
     assert "x pfl's time" in capsys.readouterr().out

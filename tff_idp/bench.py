@@ -396,6 +396,9 @@ def _bench(args, only, tff):
            "example_steps_per_round": k * steps * b, "modes": modes,
            "tf_num_intraop_threads": os.environ.get("TF_NUM_INTRAOP_THREADS"),
            "machine": machine("auto")}
+    if args.peer_list:           # the peer's own setting (None: TensorFlow's default)
+        out["peer_tf_num_intraop_threads"] = _peer_env(args.one_thread_per_op).get(
+            "TF_NUM_INTRAOP_THREADS")
     sec = out["seconds_per_round"]
     if "eval" in sec:
         out["eval_seconds_per_1000"] = 1000 * sec.pop("eval") / args.eval_examples
