@@ -482,7 +482,7 @@ def _peer_round(peer: str, args):
                         "--clip", "1.0", "--noise-multiplier", "1.0",
                         "--rounds", str(args.rounds), "--warmup", str(args.warmup))
     done = subprocess.run(cmd, capture_output=True, text=True,
-                          env=_peer_env(getattr(args, "one_thread_per_op", False)))
+                          env=_peer_env(args.one_thread_per_op))
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"--peers={peer}: its workload failed: {_last_line(done)}")

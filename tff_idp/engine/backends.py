@@ -29,7 +29,7 @@ from ..algorithms.client_work import CohortData, LocalTraining, PhaseBatches
 from ..data.client_dataset import ClientDataset, cohort_batches, cohort_rows, padded_order
 from ..methods.base import Aggregation
 from . import low_rank
-from .chunks import any_chunk_size, chunk_tensors, lane_rows, padded_part_rows
+from .chunks import any_chunk_size, chunk_tensors, lane_rows, own_rows, padded_part_rows
 from .cohort_model import CohortModel
 from ..errors import RoundInterrupted, UnsupportedByBackend  # noqa: F401 (run catches)
 from ..privacy.threat_model import diagnostic_columns, diagnostics_release
@@ -337,10 +337,8 @@ class FastBackend:
         program = self.program
         groups, seeds, slots = tags
         if self.factored:                         # together, Dense kernels as factors
-            out, factors, losses = self._train_factored(weights, data[0], lr)
-            k = tf.shape(groups)[0]               # a padded part chunk's own clients
-            out, factors, losses = tf.nest.map_structure(lambda t: t[:k],
-                                                         (out, factors, losses))
+            out, factors, losses = own_rows(self._train_factored(weights, data[0], lr),
+                                            groups)
             if not self.query.sums_only:          # the server reads each update (PFA)
                 out = low_rank.materialised(out, self.factored, factors, weights)
                 sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots,
@@ -354,9 +352,7 @@ class FastBackend:
             start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
             final, losses = self._train_lanes(start, data, lr, k)
             out, support = program.send(start, final, batched=True)
-            if self.pads_part_chunks and not self.factored:   # the chunk's own clients
-                out, losses = tf.nest.map_structure(lambda t: t[:tf.shape(groups)[0]],
-                                                    (out, losses))
+            out, losses = own_rows((out, losses), groups)
             sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots, state,
                                                 counts, support)
             return sums, rows, stats, program.kept(final)

@@ -42,6 +42,15 @@ def padded_part_rows(left: int, chunk: int, lanes: int = 1) -> int:
     return min(-(-int(left) // step) * step, int(chunk))
 
 
+def own_rows(trained, groups):
+    """``trained`` (a nest of tensors with a client axis first) cut to the chunk's own
+    clients, one a row of ``groups``: a padded part chunk's extra rows dropped after
+    training, before the clip (:func:`padded_part_rows`); a chunk that pads nothing is
+    returned as it is."""
+    k = tf.shape(groups)[0]
+    return tf.nest.map_structure(lambda t: t[:k], trained)
+
+
 def any_chunk_size(args, keep_data: bool = False):
     """The chunk function's arguments as specs whose per-client arguments (the phases'
     arrays, groups, seeds, slots, personal rows) have any number of rows. A run whose first
