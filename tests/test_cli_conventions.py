@@ -86,14 +86,14 @@ def test_bench_times_the_shakespeare_cells_task(tmp_path, capsys, monkeypatch):
     assert result["eval_seconds_per_1000"] > 0 and result["modes"]["ours_fast"] == "cohort"
     assert "TF_NUM_INTRAOP_THREADS" not in os.environ       # no lanes: TF's default
     # the timings say where they were measured: this machine's CPU, cores, threads, boot
-    from tff_idp.engine.segments import cpu_model
+    from tff_idp.engine.segments import cpu_model, usable_cores
     m = result["machine"]
-    assert (m["cpu"], m["cores"], m["intra_op_threads"]) == (cpu_model(), os.cpu_count(),
-                                                              "default")
+    assert (m["cpu"], m["cores"], m["host_cores"], m["intra_op_threads"]) == (
+        cpu_model(), usable_cores(), os.cpu_count(), "default")
     assert m["boot"] and m["host"]
     printed = capsys.readouterr().out
     assert "a target at every position" in printed
-    assert (f"  on {cpu_model()}, {os.cpu_count()} cores, intra-op threads default, host "
+    assert (f"  on {cpu_model()}, {usable_cores()} cores, intra-op threads default, host "
             f"{m['host']} (boot {m['boot']})\n") in printed
     # several chunk sizes and lanes: the fast runner once at each, in one process, which
     # asks for one intra-op thread as `run` does for fast_lanes > 1; the ceiling is timed

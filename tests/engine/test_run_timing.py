@@ -126,3 +126,23 @@ def test_a_summary_without_readable_segments_counts_as_one_unrecorded_segment(se
     assert of_summary(s) == [{"rounds": [1, 3], "seconds": 2.0, "machine": None}]
     assert summarise([of_summary(s)]) == {"processes": 0, "machines": 0,
                                           "unrecorded_rounds": 3, "kinds": {}}
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="no CPU affinity")
+def test_a_process_pinned_to_one_core_records_one_core():
+    """A Slurm job's cpuset or ``taskset`` leaves a process fewer cores than the machine
+    has, and TensorFlow sizes its thread pools by them: the timing's record says how many
+    it could use (``cores``) beside the machine's (``host_cores``), and the cost preview
+    matches runs by the former."""
+    import os
+    import subprocess
+    import sys
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from tff_idp.engine.segments import machine, kind; m = machine('cpu'); "
+            "print(m['cores'], m['host_cores'], kind(m))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cores, host_cores, kind = done.stdout.split(" ", 2)
+    assert (int(cores), int(host_cores)) == (1, os.cpu_count())
+    assert kind.strip().endswith(", 1 cores")

@@ -41,8 +41,19 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS has one (a Slurm
+    job's cpuset, ``taskset``; what TensorFlow sizes its default thread pools by), else
+    the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def machine(device: str) -> dict:
-    """Where this process runs: host, boot id, CPU model, cores, TensorFlow's intra-op
+    """Where this process runs: host, boot id, CPU model, the cores it may use
+    (:func:`usable_cores`; ``host_cores`` the machine's), TensorFlow's intra-op
     threads (``TF_NUM_INTRAOP_THREADS``; "default" when unset), the device asked for and
     the GPUs TensorFlow sees (names)."""
     import tensorflow as tf
@@ -54,7 +65,7 @@ def machine(device: str) -> dict:
             gpus.append(g.name)
     boot = _read("/proc/sys/kernel/random/boot_id")
     return {"host": socket.gethostname(), "boot": boot[:8] if boot else None,
-            "cpu": cpu_model(), "cores": os.cpu_count(),
+            "cpu": cpu_model(), "cores": usable_cores(), "host_cores": os.cpu_count(),
             "intra_op_threads": os.environ.get("TF_NUM_INTRAOP_THREADS", "default"),
             "device": device, "ran_on": "gpu" if gpus and device != "cpu" else "cpu",
             "gpus": gpus}

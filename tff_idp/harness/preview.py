@@ -17,7 +17,6 @@ set aside is merely not counted (``engine.checkpoint.checkpoint_round``).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Dict, List, Optional, Set
 
@@ -45,7 +44,7 @@ def _pace(whole: List[Unit], not_done: Set[str], found: Dict[str, Path]) -> tupl
     finished runs of ``whole`` (complete here: not in ``not_done``, or an equal run
     ``found`` elsewhere) made on this kind of machine when there are any, else over all of
     them."""
-    from ..engine.segments import cpu_model, kind
+    from ..engine.segments import cpu_model, kind, usable_cores
     from . import cost
     timed = []          # (FLOPs, wall seconds, kinds) of every finished run it can time
     for u in whole:
@@ -53,7 +52,7 @@ def _pace(whole: List[Unit], not_done: Set[str], found: Dict[str, Path]) -> tupl
         t = _timed_run(folder) if folder is not None else None
         if t is not None:
             timed.append((cost.unit_cost(u.cfg)["flops"], t["wall"], t["kinds"]))
-    here = kind({"cpu": cpu_model(), "cores": os.cpu_count()})   # runs on GPUs: another kind
+    here = kind({"cpu": cpu_model(), "cores": usable_cores()})   # runs on GPUs: another kind
     same = [t for t in timed if t[2] == {here}]
     pool = same or timed
     if not pool:
