@@ -277,7 +277,7 @@ def test_docs_part_chunk_tables_are_the_committed_bench_output():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "backends.md").read_text()
-    part = page[page.index("**Part chunks, padded;"):page.index("**A Table II cell")]
+    part = page[page.index("**Part chunks, padded;"):page.index("**Where issue 79 stops")]
 
     def got(model, name):
         return json.loads((root / f"runs/bench/2026-12-04-amd-{model}-{name}.json").read_text())
@@ -329,3 +329,89 @@ def test_docs_part_chunk_tables_are_the_committed_bench_output():
                            f"{med['seconds_eval']:.2f}", f"{med['seconds_wall']:.2f}",
                            f"{ratio['seconds_wall']:.2f}"], name
     assert len(rows) == len(cell["medians"]) == 4
+
+
+def test_docs_where_issue_79_stops_is_the_committed_output():
+    """docs/backends.md's "Where issue 79 stops": the convolutions' floor on this machine
+    from scripts/grouped_conv_cost.py's JSONs, the bench's ratios, the one-core timings and
+    the counts of committed timings under 1.3x, all read from runs/bench/2026-12-0[45]-amd-*."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**Where issue 79 stops"):page.index("**A Table II cell")]
+    flat = " ".join(part.split())
+
+    def got(name):
+        return json.loads((root / f"runs/bench/{name}.json").read_text())
+
+    floors = {}
+    want = []
+    for model in ("cnn2", "cnn2_same"):
+        for threads, tail in (("default", ""), ("one", "-one-thread")):
+            run = got(f"2026-12-05-amd-{model}-grouped-conv-cost{tail}")
+            assert run["machine"]["intra_op_threads"] == ("1" if tail else "default")
+            layers = run["layers"]
+            convs = [r for n, r in layers.items() if n.startswith("conv")]
+            grouped = sum(r["grouped"] for r in convs)
+            shared = sum(r["shared"] for r in convs)
+            dense = next(r["shared"] for n, r in layers.items() if n.startswith("dense"))
+            share = shared / (shared + dense)
+            floors[model, threads] = share * grouped / shared + 1 - share
+            want.append([f"`{model}`, {threads}", f"{1e3 * grouped:.1f}", f"{1e3 * shared:.1f}",
+                         f"{grouped / shared:.2f}", f"{1e3 * dense:.1f}", f"{share:.2f}",
+                         f"{floors[model, threads]:.2f}"])
+    assert _table_rows(part, "| model, intra-op threads |") == want
+    for model in ("cnn2", "cnn2_same"):
+        low, high = sorted((floors[model, "default"], floors[model, "one"]))
+        assert f"{low:.2f}-{high:.2f}x on `{model}`" in flat, model
+
+    bench_rows = {r[0]: r[1:] for r in _table_rows(part, "| runner | `cnn2_same` x ceiling |")}
+    keys = {"each client's share, 120x2": "ours_fast@120x2",
+            "each client's share, 60x2": "ours_fast@60x2",
+            "summed shares, 120x2": "ours_fast_summed@120x2",
+            "summed shares, 60x2": "ours_fast_summed@60x2",
+            "server-drawn noise, 120x2": "ours_fast_group@120x2",
+            "server-drawn noise, 60x2": "ours_fast_group@60x2", "pfl-research 0.6.0": "pfl"}
+    assert list(bench_rows) == list(keys)
+    runs = {m: got(f"2026-12-05-amd-{m}-floor") for m in ("cnn2_same", "cnn2")}
+    for label, key in keys.items():
+        assert bench_rows[label] == [f"{runs[m][v][key]:.2f}" for m in ("cnn2_same", "cnn2")
+                                     for v in ("x_ceiling", "x_pfl")], label
+    for m, run in runs.items():
+        assert f"{run['seconds_per_round']['ceiling_default_threads']:.3f}" in part, m
+        assert f"{run['x_ceiling']['pfl']:.2f} / 2.5 = {run['x_ceiling']['pfl'] / 2.5:.2f}x" in flat
+
+    cores = []
+    for name in ("cnn2-one-core", "cnn2-one-core-2", "cnn2-one-core-3", "cnn2_same-one-core"):
+        run = got(f"2026-12-05-amd-{name}")
+        assert run["machine"]["cores"] == 1 and run["config"]["chunks"] == [[120, 1]], name
+        s = run["seconds_per_round"]
+        cores.append((f"{run['x_ceiling']['ours_fast_summed']:.2f}x",
+                      f"{s['ours_fast_summed']:.3f}", f"{s['ceiling']:.3f}"))
+    assert (f"`cnn2` {cores[0][0]}, {cores[1][0]} and {cores[2][0]} the ceiling "
+            f"({cores[0][1]}, {cores[1][1]} and {cores[2][1]} s against {cores[0][2]}, "
+            f"{cores[1][2]} and {cores[2][2]}), `cnn2_same` {cores[3][0]} ({cores[3][1]} "
+            f"against {cores[3][2]} s)") in flat
+
+    for model, text in (("cnn2_same", "`cnn2_same` came under 1.3x in {n} of {k} ({lo}; the "
+                                      "others {rest})"),
+                        ("cnn2", "`cnn2` in {n} of {k} ({lo}; the others {rest})")):
+        under, over = [], []
+        for f in sorted(root.glob(f"runs/bench/2026-12-0[45]-amd-{model}-*.json")):
+            run = json.loads(f.read_text())
+            if "ceiling_default_threads" not in run.get("seconds_per_round", {}):
+                continue
+            for chunk, lanes in run["config"]["chunks"]:
+                if (chunk, lanes) not in ((120, 2), (60, 2)):
+                    continue
+                key = "ours_fast_summed" + (f"@{chunk}x{lanes}"
+                                            if len(run["config"]["chunks"]) > 1 else "")
+                if key in run["x_ceiling"]:
+                    x = round(run["x_ceiling"][key], 2)
+                    (under if x < 1.3 else over).append(x)
+
+        def span(xs):
+            return (f"{min(xs):.2f}-{max(xs):.2f}x" if min(xs) != max(xs)
+                    else f"{xs[0]:.2f}x")
+        assert text.format(n=len(under), k=len(under) + len(over), lo=span(under),
+                           rest=span(over)) in flat, model
