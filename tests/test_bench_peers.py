@@ -393,6 +393,14 @@ def test_docs_where_issue_79_stops_is_the_committed_output():
             f"{cores[1][2]} and {cores[2][2]}), `cnn2_same` {cores[3][0]} ({cores[3][1]} "
             f"against {cores[3][2]} s)") in flat
 
+    split = [[c] + [v for m in ("cnn2_same", "cnn2") for v in (
+        f"{got(f'2026-12-05-amd-{m}-train-split')['x_ceiling'][f'fast_train@{c}']:.2f}",
+        f"{got(f'2026-12-05-amd-{m}-train-split')['x_ceiling'][f'ours_fast_summed@{c}']:.2f}",
+        "{:+.3f}".format(got(f"2026-12-05-amd-{m}-train-split")["seconds_per_round"][
+            f"ours_fast_summed@{c}"] - got(f"2026-12-05-amd-{m}-train-split")[
+            "seconds_per_round"][f"fast_train@{c}"]))] for c in ("120x2", "60x2")]
+    assert _table_rows(part, "| chunk | `cnn2_same` training x ceiling |") == split
+
     for model, text in (("cnn2_same", "`cnn2_same` came under 1.3x in {n} of {k} ({lo}; the "
                                       "others {rest})"),
                         ("cnn2", "`cnn2` in {n} of {k} ({lo}; the others {rest})")):

@@ -331,28 +331,16 @@ def _bench(args, only, tff):
             results[label] = _timed(lambda: runner.step([examples], infos, 0),
                                     args.warmup, args.rounds)
 
-    if "fast_train" in only:         # the cohort's local steps alone, chunked as the backend
-        from .algorithms.client_work import ALL, LocalTraining
-        from .engine import low_rank
-        from .engine.cohort_model import CohortModel
-        cohort = CohortModel(model_fn())
-        trainer = LocalTraining.of_config(cfg).trainer()
-        weights = [tf.constant(w) for w in w0]
-        lr = tf.constant(0.1)
-        batches = (xs.reshape((k, steps, b) + shape), ys.reshape((k, steps, b) + targets))
-        # as the backend trains: its Dense kernels in the low-rank form where it takes it
-        kernels = low_rank.factored_kernels(cfg, cohort, program, trainer)
-        train = tf.function(
-            (lambda x, y: low_rank.train_factored(trainer, cohort, program, weights, kernels,
-                                                  (x, y, None), lr, ALL)) if kernels else
-            (lambda x, y: trainer.train_cohort(cohort, weights, x, y, lr)),
-            reduce_retracing=True)
-        chunk = cfg.fast_chunk_size
-
-        def train_round():
-            for a in range(0, k, chunk):
-                train(batches[0][a:a + chunk], batches[1][a:a + chunk])
-        results["fast_train"] = _timed(train_round, args.warmup, args.rounds)
+    if "fast_train" in only:         # the fast runner's local training alone (the backend's
+        for chunk, lanes in chunks:  # own, FastBackend.train_chunks), at each chunking
+            label = "fast_train" + (f"@{chunk}" + (f"x{lanes}" if lanes > 1 else "")
+                                    if len(chunks) > 1 else "")
+            factory = GroupGaussianFactory(plan.clips, plan.noise_stddevs, [float(k)], [1.0])
+            runner = FastBackend(dataclasses.replace(cfg, fast_chunk_size=chunk,
+                                                     fast_lanes=lanes),
+                                 plan, model_fn, w0, factory, spec, program)
+            results[label] = _timed(lambda: runner.train_chunks([examples]),
+                                    args.warmup, args.rounds)
 
     if "ceiling" in only:
         model = model_fn()

@@ -335,3 +335,49 @@ def test_a_runs_summary_says_which_kernels_were_low_rank(mode, want, tmp_path):
     assert got.get("low_rank_kernels") == want
     from tff_idp.results.summary import RunSummary
     assert RunSummary.from_dict(got).low_rank_kernels == want
+
+
+def test_the_bench_times_the_backends_own_training_on_both_paths():
+    """``bench --only fast_train`` times ``FastBackend.train_chunks``: the round's local
+    training as the backend trains it, chunk by chunk in its lanes, without clip, noise or
+    sums. Its output on the factors' path, the kernels formed whole, is the per-client
+    path's update of the same clients (the last chunk of 3, in 2 lanes)."""
+    from tff_idp import experiment_config, models
+    from tff_idp.algorithms.plan import PrivacySetting
+    from tff_idp.engine.backends import FastBackend
+    from tff_idp.methods import METHODS
+    from tff_idp.methods.gdpfed import plan_dp_fedavg
+    from tff_idp.aggregators import GroupGaussianFactory
+    k, steps, b = 7, 2, 10
+    rng = np.random.default_rng(3)
+    xs = rng.random((k, steps * b, 28, 28, 1), dtype=np.float32)
+    ys = rng.integers(0, 10, (k, steps * b)).astype(np.int32)
+    model_fn = lambda: models.build("cnn2", input_shape=(28, 28, 1))
+    tf.keras.utils.set_random_seed(0)
+    w0 = model_fn().get_weights()
+    plan = plan_dp_fedavg(PrivacySetting([1.0], [k], 1e-5, 10, 1.0, 1.0), noise_multiplier=1.0)
+    spec = (tf.TensorSpec((b, 28, 28, 1), tf.float32), tf.TensorSpec((b,), tf.int32))
+    got = {}
+    for mode in ("low_rank", "per_client"):
+        cfg = experiment_config.load(None, [f"local_steps={steps}", f"batch_size={b}",
+                                            "momentum=0.5", "fast_chunk_size=4",
+                                            "fast_lanes=2", f'fast_dense_updates="{mode}"'])
+        method = METHODS["dp_fedavg"]
+        program = ClientProgram(method.phases(cfg), split_model(model_fn(), "none"),
+                                method.client_output, method.server_update)
+        runner = FastBackend(cfg, plan, model_fn, w0,
+                             GroupGaussianFactory(plan.clips, plan.noise_stddevs,
+                                                  [float(k)], [1.0]), spec, program)
+        assert bool(runner.factored) == (mode == "low_rank")
+        out = runner.train_chunks([[(xs[i], ys[i]) for i in range(k)]])
+        if runner.factored:
+            sent, factors, _ = out
+            got[mode] = low_rank.materialised(sent, runner.factored, factors,
+                                              runner._weights)
+        else:
+            final, _ = out
+            start = [tf.repeat(w[None], 3, axis=0) for w in runner._weights]
+            got[mode] = program.send(start, [f[:3] for f in final], batched=True)[0]
+    for a, b in zip(got["per_client"], got["low_rank"]):
+        assert a.shape[0] == 3
+        np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))

@@ -254,6 +254,7 @@ class FastBackend:
         self._chunk_fn = tf.function(self._chunk_sums, reduce_retracing=True,
                                      autograph=False)      # its loops are written out
         self._part_fns = {}       # padded part chunks' functions, by rows (_part_chunk_fn)
+        self._train_fn = None     # the training alone (train_chunks)
 
     @property
     def weights(self):
@@ -403,6 +404,31 @@ class FastBackend:
         return self._in_lanes(tf.shape(data[0])[0], lambda lo, hi: low_rank.train_factored(
             self.trainer, self.cohort_model, self.program, weights, self.factored,
             tuple(x if x is None else x[lo:hi] for x in data[:3]), lr, self.specs[0]))
+
+    def train_chunks(self, batches, rnd: int = 0):
+        """The round's local training alone, chunk by chunk and lane by lane as :meth:`step`
+        trains it (the factors' path or the cohort's; a part chunk at its own size), and
+        nothing after it: no clip, noise or sum. What ``python -m tff_idp.bench`` times as ``fast_train``, so that a round
+        less its training is the end of the round. A chunk cohort-mode backend only (the
+        client loop trains and aggregates each client in one graph)."""
+        if self.cohort_model is None:
+            raise ValueError("train_chunks: the client loop has no training of its own")
+        if self._train_fn is None:
+            def train(weights, data, lr):
+                if self.factored:
+                    return self._train_factored(weights, data[0], lr)
+                k = tf.shape(data[0][0])[0]
+                start = self.program.start([tf.repeat(w[None], k, axis=0) for w in weights],
+                                           [])
+                return self._train_lanes(start, data, lr, k)
+            self._train_fn = tf.function(train, reduce_retracing=True, autograph=False)
+        shared = {}
+        data = [self._phase_arrays(b, ph, g, shared)
+                for b, ph, g in zip(batches, self.program.phases, self.gathered)]
+        lr = tf.constant(self.training.learning_rate(rnd), tf.float32)
+        for a in range(0, len(batches[0]), self.chunk):
+            out = self._train_fn(self._weights, chunk_tensors(data, a, a + self.chunk, None), lr)
+        return out
 
     def _in_lanes(self, k, train):
         """``train(lo, hi)`` (a nest of tensors whose first axis is rows lo:hi's clients)
