@@ -423,3 +423,49 @@ def test_docs_where_issue_79_stops_is_the_committed_output():
                     else f"{xs[0]:.2f}x")
         assert text.format(n=len(under), k=len(under) + len(over), lo=span(under),
                            rest=span(over)) in flat, model
+
+
+def test_docs_onednn_profile_is_the_committed_script_output():
+    """docs/backends.md's profile by oneDNN operation (scripts/onednn_profile.py's JSONs,
+    grouped by the script's own by_operation) and the processes whose pooling gradient
+    oneDNN did not run."""
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("onednn_profile",
+                                                  root / "scripts" / "onednn_profile.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    page = (root / "docs" / "backends.md").read_text()
+    part = page[page.index("**Where issue 79 stops"):page.index("**A Table II cell")]
+    flat = " ".join(part.split())
+
+    def runners(name):
+        return json.loads((root / f"runs/bench/2026-12-05-amd-{name}.json").read_text())[
+            "runners"]
+
+    same, cnn2 = runners("cnn2_same-onednn-profile"), runners("cnn2-onednn-profile")
+    cols = [same["fast_summed"], same["ceiling"], runners("cnn2-onednn-profile-2")[
+        "fast_summed"], cnn2["ceiling"]]
+    ops = [script.by_operation(r["primitives"]) for r in cols]
+    want = [[name] + [f"{o[name]:.0f}" for o in ops] for name in script.OPERATIONS
+            if any(o[name] for o in ops)]
+    rounds = [1e3 * sum(r["seconds_per_round"].values()) for r in cols]
+    want += [["all oneDNN primitives"] + [f"{r['onednn_ms_per_round']:.0f}" for r in cols],
+             ["the round"] + [f"{t:.0f}" for t in rounds],
+             ["outside oneDNN"] + [f"{t - r['onednn_ms_per_round']:.0f}"
+                                   for t, r in zip(rounds, cols)]]
+    assert _table_rows(part, "| operation | `cnn2_same` summed shares |") == want
+
+    def pooling_backward_calls(r):
+        return sum(p["calls_per_round"] for p in r["primitives"]
+                   if p["kind"] == "pooling" and p["propagation"] == "backward_data")
+    slow = cnn2["fast_summed"]
+    fast = [runners(f"cnn2-onednn-profile-{i}")["fast_summed"] for i in (2, 3)]
+    assert pooling_backward_calls(slow) == 0
+    assert [pooling_backward_calls(r) for r in fast] == [10, 10]
+    s = [sum(r["seconds_per_round"].values()) for r in [slow] + fast]
+    assert (f"({s[0]:.3f} s a round, `-onednn-profile`) oneDNN ran no pooling backward at "
+            f"all, against 10 calls a round in `-2` and `-3` ({s[1]:.3f} and {s[2]:.3f} s)"
+            in flat)
+    assert f"{s[0] - max(s[1:]):.1f}-{s[0] - min(s[1:]):.1f} s longer" in flat
