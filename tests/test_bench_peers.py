@@ -393,6 +393,17 @@ def test_docs_where_issue_79_stops_is_the_committed_output():
             f"{cores[1][2]} and {cores[2][2]}), `cnn2_same` {cores[3][0]} ({cores[3][1]} "
             f"against {cores[3][2]} s)") in flat
 
+    after = {m: got(f"2026-12-05-amd-{m}-unrolled-lanes")["x_ceiling"]
+             for m in ("cnn2_same", "cnn2")}
+    assert ("`cnn2_same` {:.2f}x and {:.2f}x, `cnn2` {:.2f}x and {:.2f}x (120x2 and 60x2".format(
+        *(after[m][f"ours_fast_summed@{c}"] for m in ("cnn2_same", "cnn2")
+          for c in ("120x2", "60x2")))) in flat
+    alone = got("2026-12-05-amd-cnn2-unrolled-120x2-alone")
+    assert alone["config"]["chunks"] == [[120, 2]]
+    assert (f"took {alone['seconds_per_round']['ours_fast_summed']:.3f} s a round in a process "
+            f"of its own") in flat
+    lanes = got("2026-12-05-amd-cnn2-unrolled-lanes")["seconds_per_round"]
+    assert f"against {lanes['ours_fast_summed@120x2']:.3f} here" in flat
     split = [[c] + [v for m in ("cnn2_same", "cnn2") for v in (
         f"{got(f'2026-12-05-amd-{m}-train-split')['x_ceiling'][f'fast_train@{c}']:.2f}",
         f"{got(f'2026-12-05-amd-{m}-train-split')['x_ceiling'][f'ours_fast_summed@{c}']:.2f}",
@@ -406,6 +417,8 @@ def test_docs_where_issue_79_stops_is_the_committed_output():
                         ("cnn2", "`cnn2` in {n} of {k} ({lo}; the others {rest})")):
         under, over = [], []
         for f in sorted(root.glob(f"runs/bench/2026-12-0[45]-amd-{model}-*.json")):
+            if "unrolled" in f.name or "steps-" in f.name:   # after the steps were written out
+                continue
             run = json.loads(f.read_text())
             if "ceiling_default_threads" not in run.get("seconds_per_round", {}):
                 continue
@@ -469,3 +482,15 @@ def test_docs_onednn_profile_is_the_committed_script_output():
             f"all, against 10 calls a round in `-2` and `-3` ({s[1]:.3f} and {s[2]:.3f} s)"
             in flat)
     assert f"{s[0] - max(s[1:]):.1f}-{s[0] - min(s[1:]):.1f} s longer" in flat
+    after = [runners(f"cnn2-onednn-profile-unrolled-{i}")["fast_summed"] for i in range(1, 5)]
+    assert [pooling_backward_calls(r) for r in after] == [10] * 4
+    t = [sum(r["seconds_per_round"].values()) for r in after]
+    assert f"took {min(t):.3f}-{max(t):.3f} s a round" in flat
+    x = {u: [json.loads((root / f"runs/bench/2026-12-05-amd-cnn2-one-core-steps-{u}-{i}.json")
+                        .read_text()) for i in (1, 2, 3)] for u in (8, 0)}
+    for u, rs in x.items():
+        assert all(r["config"]["unrolled_steps"] == u and r["machine"]["cores"] == 1
+                   for r in rs), u
+    r8, r0 = ([r["x_ceiling"]["ours_fast_summed"] for r in x[u]] for u in (8, 0))
+    assert (f"{min(r8):.2f}-{max(r8):.2f}x the ceiling written out against "
+            f"{min(r0):.2f}-{max(r0):.2f}x in the loop") in flat

@@ -56,6 +56,7 @@ def test_a_model_that_does_not_take_the_data_is_one_line(tmp_path, monkeypatch, 
     (["--chunk", "8x2x2"], "--chunk='8x2x2': expected a number of clients"),
     (["--model", "char_lstm", "--chunk", "8x0"], "--chunk=8x0: must be >= 1"),
     (["--eval-examples", "0"], "--eval-examples=0: must be >= 1"),
+    (["--unrolled-steps", "-1"], "--unrolled-steps=-1: must be >= 0"),
     (["--method", "fedsgd"], "--method='fedsgd': choose from"),
     (["--method", "dp_pfeddsu", "--head-epochs", "0"], "--head-epochs=0: must be >= 1"),
     (["--sequence-targets"], "--sequence-targets: needs --model char_lstm or char_lstm_torch, "

@@ -97,6 +97,8 @@ def _bad_argument(args):
                     "(8x2) or a comma list of them (4,8x2,128)")
         if min(min(c) for c in args.chunks) < 1:
             return f"--chunk={args.chunk}: must be >= 1"
+    if args.unrolled_steps is not None and args.unrolled_steps < 0:
+        return f"--unrolled-steps={args.unrolled_steps}: must be >= 0"
     for key in ("clients", "steps", "batch", "rounds", "epochs", "head_epochs",
                 "eval_examples"):
         value = getattr(args, key)
@@ -206,6 +208,10 @@ def main(argv=None) -> int:
                    help="also time a peer framework on the same workload, in its own "
                    "environment (pfl: pfl-research's FedAvg with its central Gaussian "
                    "mechanism; scripts/peer_env.sh makes .venv-peers)")
+    p.add_argument("--unrolled-steps", type=int, default=None,
+                   help="write out a phase of at most this many local steps known when "
+                   "traced, instead of a while loop (client_work.UNROLLED_STEPS, default "
+                   "8; 0: every phase in a while loop, as before 2026-12-05)")
     p.add_argument("--out", default="results/bench.json", help="where the JSON goes")
     args = p.parse_args(argv)
     why = _bad_argument(args)
@@ -250,6 +256,10 @@ def main(argv=None) -> int:
 
 def _bench(args, only, tff):
     import tensorflow as tf
+    from .algorithms import client_work
+    if args.unrolled_steps is not None:
+        client_work.UNROLLED_STEPS = args.unrolled_steps
+    args.unrolled_steps = client_work.UNROLLED_STEPS      # what ran, in the JSON's config
     from . import experiment_config, models
     from .aggregators import GroupGaussianFactory
     from .engine.backends import FastBackend, TFFBackend

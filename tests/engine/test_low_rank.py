@@ -381,3 +381,48 @@ def test_the_bench_times_the_backends_own_training_on_both_paths():
     for a, b in zip(got["per_client"], got["low_rank"]):
         assert a.shape[0] == 3
         np.testing.assert_allclose(a, b, atol=2e-6 * max(1.0, np.abs(a).max()))
+
+
+def test_known_few_local_steps_are_written_out_and_equal_the_loop(monkeypatch):
+    """A phase of at most UNROLLED_STEPS steps known when traced runs as that many copies
+    of the step, with no while loop in the graph (TensorFlow's oneDNN pass walks a loop's
+    cycle in an order that varies by process and then leaves a MaxPoolGrad off oneDNN,
+    docs/backends.md); with the limit at 0 both training paths keep the loop. The two
+    give the same numbers on both paths, and the paths agree with each other."""
+    from tff_idp.algorithms import client_work
+    tf.keras.utils.set_random_seed(4)
+    model = tf.keras.Sequential([L.Input((8, 8, 1)), L.Conv2D(3, 3, activation="relu"),
+                                 L.MaxPooling2D(2), L.Flatten(), L.Dense(6), L.Dense(4)])
+    cm = CohortModel(model)
+    rng = np.random.default_rng(5)
+    k, steps, batch = 3, 4, 2
+    data = CohortData(tf.constant(rng.normal(size=(k, steps, batch, 8, 8, 1)), tf.float32),
+                      tf.constant(rng.integers(0, 4, size=(k, steps, batch))), None)
+    weights = [tf.constant(w) for w in model.get_weights()]
+    trainer = ClientTrainer("sgd", 0.5)
+    program = ClientProgram([Phase("all", steps, None)], split_model(model, "none"),
+                            client_output, server_update)
+    kernels = [idx for _, idx in cm.dense_kernels()]
+    lr = tf.constant(0.2)
+    got = {}
+    for unrolled in (8, 0):
+        monkeypatch.setattr(client_work, "UNROLLED_STEPS", unrolled)
+        per_client = tf.function(lambda: _materialised(trainer, cm, weights, data, lr))
+        factored = tf.function(lambda: low_rank.train_factored(
+            trainer, cm, program, weights, kernels, data[:3], lr, ALL))
+        for fn in (per_client, factored):
+            ops = {op.type for op in fn.get_concrete_function().graph.get_operations()}
+            assert bool(ops & {"While", "StatelessWhile"}) == (unrolled == 0)
+            assert ("MaxPoolGrad" in ops) == (unrolled > 0)    # else in the loop's body
+        want, want_loss = per_client()
+        out, factors, loss = factored()
+        got[unrolled] = [t.numpy() for t in [*want, want_loss, *out, loss]
+                         + [f.xs for f in factors] + [f.ds for f in factors]]
+        for i, w in enumerate(want):
+            if i not in kernels:
+                np.testing.assert_allclose(out[i], w, atol=1e-6)
+        for idx, f in zip(kernels, factors):
+            np.testing.assert_allclose(
+                np.einsum("kri,kro->kio", f.xs.numpy(), f.ds.numpy()), want[idx], atol=1e-6)
+    for a, b in zip(got[8], got[0]):
+        np.testing.assert_array_equal(a, b)

@@ -487,10 +487,33 @@ class ClientTrainer:
 
         loop = (tf.constant(0), list(params), tf.zeros([k]), tf.zeros([k]),
                 self.optimizer.init(params))
-        _, params, loss_sum, count, _ = tf.while_loop(
-            lambda s, *_: s < steps, one_step, loop, shape_invariants=loop_shapes(
-                loop, free=(2, 3)))                  # a chunk of one: [K] of unknown K
+        _, params, loss_sum, count, _ = step_loop(
+            steps, (xs if order is None else order).shape[1], one_step, loop,
+            loop_shapes(loop, free=(2, 3)))          # a chunk of one: [K] of unknown K
         return params, loss_sum, count
+
+
+# local steps written out rather than looped, where their number is known when the round
+# is traced and at most this (step_loop)
+UNROLLED_STEPS = 8
+
+
+def step_loop(steps, known, body, loop, shape_invariants):
+    """``tf.while_loop(lambda s, *_: s < steps, body, loop, shape_invariants)``, ``loop[0]``
+    the step counter from 0, written out step by step instead (the same operations, one
+    copy a step) where the number of steps is ``known`` when traced (a static dimension)
+    and at most :data:`UNROLLED_STEPS`. Why: TensorFlow runs a while loop as a graph with
+    a cycle, and its oneDNN layout pass (x86 CPUs) walks such a graph in an order that
+    differs from process to process; where it meets a MaxPoolGrad before the MaxPool that
+    feeds it, the gradient stays on TensorFlow's own kernel, 0.4-0.6 s a round slower on the
+    FMNIST CNN in some processes (docs/backends.md, "Where issue 79 stops"). A graph
+    without a cycle is walked in topological order."""
+    if known is None or known > UNROLLED_STEPS:
+        return tf.while_loop(lambda s, *_: s < steps, body, loop,
+                             shape_invariants=shape_invariants)
+    for _ in range(int(known)):
+        loop = body(*loop)
+    return loop
 
 
 def loop_shapes(loop, free=()):

@@ -42,7 +42,8 @@ from typing import List, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from ..algorithms.client_work import StepModel, batch_loss, example_losses, loop_shapes
+from ..algorithms.client_work import (StepModel, batch_loss, example_losses, loop_shapes,
+                                      step_loop)
 from .cohort_model import FactoredKernel
 
 # the values of the config key ``fast_dense_updates`` (tff_idp.config.DENSE_UPDATES, which
@@ -197,9 +198,9 @@ def train_factored(trainer, cohort_model, program, weights, kernels, data, lr, s
     loop = (tf.constant(0), params, state, fx, fd, velocity, coef)
     # any number of clients (a chunk of one: a step's per-client factors have an unknown
     # first axis) and any length of the factors (a phase of one step: one-hot rows)
-    _, params, state, fx, fd, velocity, coef = tf.while_loop(
-        lambda s, *_: s < steps, lambda s, *rest: (s + 1,) + one_step(s, *rest), loop,
-        shape_invariants=loop_shapes(loop, free=range(len(loop))))
+    _, params, state, fx, fd, velocity, coef = step_loop(
+        steps, xs.shape[1], lambda s, *rest: (s + 1,) + one_step(s, *rest), loop,
+        loop_shapes(loop, free=range(len(loop))))
     params = [tf.ensure_shape(p, [None] + t.shape[1:]) for p, t in zip(params, start)]
     out, _ = program.send(start, params, batched=True)
     factors = [DenseFactors(f.xs, f.ds) for f in _factored(weights, kernels, fx, fd,
