@@ -408,9 +408,10 @@ class FastBackend:
     def train_chunks(self, batches, rnd: int = 0):
         """The round's local training alone, chunk by chunk and lane by lane as :meth:`step`
         trains it (the factors' path or the cohort's; a part chunk at its own size), and
-        nothing after it: no clip, noise or sum. What ``python -m tff_idp.bench`` times as ``fast_train``, so that a round
-        less its training is the end of the round. A chunk cohort-mode backend only (the
-        client loop trains and aggregates each client in one graph)."""
+        nothing after it: no clip, noise or sum. What ``python -m tff_idp.bench`` times as
+        ``fast_train``, so that a round less its training is the end of the round. Returns
+        the last chunk's training output. Cohort mode only (the client loop trains and
+        aggregates each client in one graph)."""
         if self.cohort_model is None:
             raise ValueError("train_chunks: the client loop has no training of its own")
         if self._train_fn is None:
@@ -426,6 +427,7 @@ class FastBackend:
         data = [self._phase_arrays(b, ph, g, shared)
                 for b, ph, g in zip(batches, self.program.phases, self.gathered)]
         lr = tf.constant(self.training.learning_rate(rnd), tf.float32)
+        out = None
         for a in range(0, len(batches[0]), self.chunk):
             out = self._train_fn(self._weights, chunk_tensors(data, a, a + self.chunk, None), lr)
         return out
