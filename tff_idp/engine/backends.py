@@ -349,9 +349,7 @@ class FastBackend:
                                                              seeds, state, counts)
             return sums, rows, stats, []
         if self.cohort_model is not None:        # the chunk's clients train together
-            k = tf.shape(data[0][0])[0]           # rows trained (a padded part chunk: more)
-            start = program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
-            final, losses = self._train_lanes(start, data, lr, k)
+            start, final, losses = self._train_together(weights, data, lr, personal)
             out, support = program.send(start, final, batched=True)
             out, losses = own_rows((out, losses), groups)
             sums, rows, stats = self._aggregate(out, losses, groups, seeds, slots, state,
@@ -405,6 +403,13 @@ class FastBackend:
             self.trainer, self.cohort_model, self.program, weights, self.factored,
             tuple(x if x is None else x[lo:hi] for x in data[:3]), lr, self.specs[0]))
 
+    def _train_together(self, weights, data, lr, personal):
+        """The chunk's clients trained together, each kernel its own: (start, final, mean
+        losses), [K, ...] per tensor, K the rows trained (a padded part chunk: more)."""
+        k = tf.shape(data[0][0])[0]
+        start = self.program.start([tf.repeat(w[None], k, axis=0) for w in weights], personal)
+        return (start,) + tuple(self._train_lanes(start, data, lr, k))
+
     def train_chunks(self, batches, rnd: int = 0):
         """The round's local training alone, chunk by chunk and lane by lane as :meth:`step`
         trains it (the factors' path or the cohort's; a part chunk at its own size), and
@@ -418,14 +423,9 @@ class FastBackend:
             def train(weights, data, lr):
                 if self.factored:
                     return self._train_factored(weights, data[0], lr)
-                k = tf.shape(data[0][0])[0]
-                start = self.program.start([tf.repeat(w[None], k, axis=0) for w in weights],
-                                           [])
-                return self._train_lanes(start, data, lr, k)
+                return self._train_together(weights, data, lr, [])[1:]
             self._train_fn = tf.function(train, reduce_retracing=True, autograph=False)
-        shared = {}
-        data = [self._phase_arrays(b, ph, g, shared)
-                for b, ph, g in zip(batches, self.program.phases, self.gathered)]
+        data = self._round_arrays(batches)
         lr = tf.constant(self.training.learning_rate(rnd), tf.float32)
         out = None
         for a in range(0, len(batches[0]), self.chunk):
@@ -441,6 +441,12 @@ class FastBackend:
         if len(parts) == 1:
             return parts[0]
         return tf.nest.map_structure(lambda *ts: tf.concat(ts, 0), *parts)
+
+    def _round_arrays(self, batches):
+        """Every phase's arrays of the round (:meth:`_phase_arrays`), sharing one copy."""
+        shared = {}
+        return [self._phase_arrays(b, ph, g, shared)
+                for b, ph, g in zip(batches, self.program.phases, self.gathered)]
 
     def _phase_arrays(self, examples, phase, gathered, shared):
         """A phase's arrays for the chunk function: :meth:`_padded_batches` of the examples
@@ -506,10 +512,7 @@ class FastBackend:
         ``tff_idp.audit.canaries``): (updates [K, ...] per tensor, one-hot groups [K, M],
         seeds [K, 2]); they count in their group's cohort and pass through the same clip,
         noise and sum as the clients (no training)."""
-        shared = {}
-        data = [self._phase_arrays(b, ph, g, shared) if infos else None
-                for b, ph, g in zip(batches, self.program.phases, self.gathered)]
-        del shared
+        data = self._round_arrays(batches) if infos else None     # read by chunks only
         groups = np.array([i["group"] for i in infos], np.float32).reshape(len(infos), self.m)
         seeds = np.array([i["seed"] for i in infos], np.int32).reshape(len(infos), 2)
         counts = groups.sum(0)
